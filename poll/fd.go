@@ -1,0 +1,207 @@
+package poll
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Fd is a raw file descriptor as an Evented. The caller keeps ownership: Poll
+// never closes it, and it must be deregistered before it is closed (a
+// descriptor number closed while registered and then reused is refused with
+// ErrAlreadyRegistered).
+//
+// Fd works with any descriptor the backend can watch: sockets, pipes,
+// eventfds, terminals. Regular files are refused by epoll with ErrInvalidFd.
+type Fd int
+
+// Register implements Evented.
+func (fd Fd) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	return p.registerFd(int(fd), t, interest, opts)
+}
+
+// Reregister implements Evented.
+func (fd Fd) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	return p.reregisterFd(int(fd), t, interest, opts)
+}
+
+// Deregister implements Evented.
+func (fd Fd) Deregister(p *Poll) error { return p.deregisterFd(int(fd)) }
+
+// fdReg is the Poll's record of one registered descriptor.
+type fdReg struct {
+	token      Token
+	gen        uint32 // part of the kernel key; tells stale kernel events apart
+	interest   Ready
+	opts       PollOpt
+	registered bool
+	disarmed   bool // oneshot and already reported
+}
+
+// fdTable is indexed by descriptor number: descriptors are small dense
+// integers, so a slice beats a map on the per-event lookup.
+type fdTable struct {
+	regs []fdReg
+	gen  uint32
+}
+
+func (t *fdTable) get(fd int) *fdReg {
+	if fd < len(t.regs) {
+		return &t.regs[fd]
+	}
+	return nil
+}
+
+func (t *fdTable) grow(fd int) *fdReg {
+	if fd >= len(t.regs) {
+		n := max(2*len(t.regs), fd+1, 64)
+		regs := make([]fdReg, n)
+		copy(regs, t.regs)
+		t.regs = regs
+	}
+	return &t.regs[fd]
+}
+
+func (t *fdTable) reset() { t.regs = nil }
+
+// fdKey is what the kernel stores for a descriptor: its number and the
+// generation of its registration.
+func fdKey(fd int, gen uint32) uint64 { return uint64(uint32(fd)) | uint64(gen)<<32 }
+
+// maxFd keeps descriptor numbers in the low 31 bits of a key, clear of the
+// selectors' own reserved keys.
+const maxFd = 1<<31 - 1
+
+func checkFd(fd int) error {
+	if fd < 0 || fd > maxFd {
+		return wrapf(ErrInvalidFd, "descriptor %d", fd)
+	}
+	return nil
+}
+
+// selectorError classifies a selector failure: a descriptor the kernel
+// cannot watch is ErrInvalidFd, and the system error stays in the chain.
+func selectorError(op string, fd int, err error) error {
+	if errors.Is(err, unix.EBADF) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s descriptor %d: %w: %w", op, fd, ErrInvalidFd, err)
+	}
+	return fmt.Errorf("%s descriptor %d: %w", op, fd, err)
+}
+
+func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
+	opts, err := validate(t, interest, opts)
+	if err != nil {
+		return err
+	}
+	if err := checkFd(fd); err != nil {
+		return err
+	}
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if r := p.fds.get(fd); r != nil && r.registered {
+		return wrapf(ErrAlreadyRegistered, "descriptor %d", fd)
+	}
+	p.fds.gen++
+	gen := p.fds.gen
+	if err := p.sel.Add(fd, fdKey(fd, gen), uint32(interest), sysMode(opts)); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("descriptor %d: %w: %w", fd, ErrAlreadyRegistered, err)
+		}
+		return selectorError("register", fd, err)
+	}
+	*p.fds.grow(fd) = fdReg{token: t, gen: gen, interest: interest, opts: opts, registered: true}
+	return nil
+}
+
+func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error {
+	opts, err := validate(t, interest, opts)
+	if err != nil {
+		return err
+	}
+	if err := checkFd(fd); err != nil {
+		return err
+	}
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	r := p.fds.get(fd)
+	if r == nil || !r.registered {
+		return wrapf(ErrNotRegistered, "descriptor %d", fd)
+	}
+	if err := p.sel.Modify(fd, fdKey(fd, r.gen), uint32(interest), sysMode(opts)); err != nil {
+		return selectorError("reregister", fd, err)
+	}
+	r.token, r.interest, r.opts, r.disarmed = t, interest, opts, false
+	return nil
+}
+
+func (p *Poll) deregisterFd(fd int) error {
+	if err := checkFd(fd); err != nil {
+		return err
+	}
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	r := p.fds.get(fd)
+	if r == nil || !r.registered {
+		return wrapf(ErrNotRegistered, "descriptor %d", fd)
+	}
+	*r = fdReg{gen: r.gen}
+	// A descriptor closed before Deregister has already left the kernel's
+	// set (EBADF, ENOENT); the table is consistent either way.
+	if err := p.sel.Delete(fd); err != nil && !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.ENOENT) {
+		return selectorError("deregister", fd, err)
+	}
+	return nil
+}
+
+// deliverFd turns a kernel event into a user event, or drops it as stale,
+// filtered or already reported. Called by Poll with regMu held.
+func (p *Poll) deliverFd(key uint64, kernel Ready, ev *Events) {
+	fd := int(uint32(key))
+	r := p.fds.get(fd)
+	if r == nil || !r.registered || r.gen != uint32(key>>32) {
+		p.stats.stale.Add(1)
+		return
+	}
+	if r.disarmed {
+		return
+	}
+	ready := maskReady(kernel, r.interest)
+	if ready == 0 {
+		if r.opts.IsOneshot() {
+			// The kernel disarmed it for readiness the caller did not ask
+			// for; re-arm so the readiness they did ask for is not lost.
+			_ = p.sel.Modify(fd, key, uint32(r.interest), sysMode(r.opts))
+		}
+		return
+	}
+	if r.opts.IsOneshot() {
+		r.disarmed = true
+	}
+	ev.push(r.token, ready)
+	p.stats.osEvents.Add(1)
+}
+
+// maskReady keeps what the caller asked for. An error makes the source
+// readable and writable (the operation returns the error) and a hang-up makes
+// it readable (the read returns EOF), so a caller who asked only for
+// Readable or Writable still hears about them.
+func maskReady(kernel, interest Ready) Ready {
+	r := kernel
+	if kernel&Error != 0 {
+		r |= Readable | Writable
+	}
+	if kernel&Hup != 0 {
+		r |= Readable
+	}
+	return r & interest
+}

@@ -1,0 +1,194 @@
+package poll
+
+import (
+	"runtime"
+	"time"
+)
+
+// Poll waits until at least one registered source is ready, the timeout
+// passes (a negative timeout waits forever, zero does not block), or the
+// Poll is closed, and stores the events in ev, replacing its contents. It
+// returns the number of events; zero means the timeout passed.
+//
+// At most one event is reported per token per call, and at most ev.Cap()
+// events in all. When more is ready than fits, the rest is reported by the
+// following calls, and descriptors and Registrations take turns going first,
+// so neither kind can starve the other.
+//
+// Concurrent callers are serialised: one waits while the other polls.
+func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
+	if ev == nil || cap(ev.buf) == 0 {
+		return 0, wrapf(ErrInvalidArgument, "Poll needs an Events from NewEvents")
+	}
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	ev.Clear()
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	p.stats.polls.Add(1)
+	var start time.Time
+	if timeout > 0 {
+		start = time.Now()
+	}
+	left := timeout
+	for {
+		busy, err := p.pollOnce(ev, left)
+		if err != nil {
+			return 0, err
+		}
+		if ev.Len() > 0 || timeout == 0 {
+			return ev.Len(), nil
+		}
+		if p.closed.Load() {
+			return 0, ErrClosed
+		}
+		if busy {
+			// A producer is half-way through linking a node; it will be
+			// done in a moment. Let it run rather than sleep.
+			runtime.Gosched()
+		}
+		if timeout > 0 {
+			if left = timeout - time.Since(start); left <= 0 {
+				return 0, nil
+			}
+		}
+	}
+}
+
+// pollOnce makes one pass: due delays, the readiness queue and the selector.
+// It reports busy when the queue was caught mid-link and may hold more.
+func (p *Poll) pollOnce(ev *Events, timeout time.Duration) (busy bool, err error) {
+	p.epoch++
+	userFirst := p.userFirst
+	p.userFirst = !userFirst
+
+	p.wheel.expire()
+	if userFirst {
+		busy = p.drainQueue(ev)
+	}
+	if !ev.full() {
+		if err := p.selectInto(ev, timeout, busy); err != nil {
+			p.requeueLevel()
+			return false, err
+		}
+		p.wheel.expire()
+	}
+	if b := p.drainQueue(ev); b {
+		busy = true
+	}
+	p.requeueLevel()
+	return busy, nil
+}
+
+// selectInto asks the OS selector for as many events as ev has room for,
+// blocking only when nothing is pending in user space.
+func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) error {
+	if ev.Len() > 0 || busy {
+		timeout = 0
+	}
+	sleeping, timed := false, false
+	if timeout != 0 {
+		timeout, timed = p.wheel.sleepTimeout(timeout)
+		if p.queue.prepareSleep() {
+			sleeping = true
+		} else {
+			timeout = 0
+		}
+		if !sleeping || timeout == 0 {
+			p.wheel.awake()
+		}
+	}
+	room := ev.room()
+	if cap(p.sysBuf) < room {
+		p.sysBuf = make([]sysEvent, room)
+	}
+	buf := p.sysBuf[:room]
+	p.stats.selects.Add(1)
+	n, woken, err := p.sel.Select(buf, timeout)
+	if sleeping {
+		p.queue.finishSleep()
+		p.wheel.awake()
+	}
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		p.regMu.Lock()
+		for i := range buf[:n] {
+			p.deliverFd(buf[i].Key, Ready(buf[i].Ready), ev)
+		}
+		p.regMu.Unlock()
+	}
+	if sleeping && ev.Len() == 0 {
+		if timed && !woken && n == 0 {
+			p.stats.timedWakeups.Add(1)
+		} else if woken || n > 0 {
+			p.stats.emptyWakeups.Add(1)
+		}
+	}
+	return nil
+}
+
+// drainQueue moves ready Registrations into ev until it is full or the queue
+// is empty. It reports whether the queue was caught mid-link.
+func (p *Poll) drainQueue(ev *Events) (busy bool) {
+	for !ev.full() {
+		n, b := p.queue.pop()
+		if n == nil {
+			return b
+		}
+		p.deliverNode(n, ev)
+	}
+	return false
+}
+
+// deliverNode reports n if it is ready for its interest; see the invariants
+// in readiness_queue.go.
+func (p *Poll) deliverNode(n *regNode, ev *Events) {
+	if n.epoch == p.epoch {
+		// Already reported in this call and set again since: next call.
+		p.requeue = append(p.requeue, n)
+		return
+	}
+	for {
+		old := n.state.Load()
+		ready := stPending(old)
+		if old&(stDropped|stRegistered) != stRegistered || ready == 0 {
+			if n.state.CompareAndSwap(old, old&^stQueued) {
+				return
+			}
+			continue
+		}
+		opts := stOpts(old)
+		s := old
+		level := false
+		switch {
+		case opts.IsOneshot():
+			s = stWithInterest(s, 0, opts) &^ stQueued
+		case opts.IsLevel():
+			level = true // stays queued: linked back after this call
+		default:
+			s &^= stQueued
+		}
+		if !n.state.CompareAndSwap(old, s) {
+			continue
+		}
+		n.epoch = p.epoch
+		ev.push(Token(n.token.Load()), ready)
+		p.stats.userEvents.Add(1)
+		if level {
+			p.requeue = append(p.requeue, n)
+		}
+		return
+	}
+}
+
+// requeueLevel links back the nodes kept queued during this call.
+func (p *Poll) requeueLevel() {
+	for i, n := range p.requeue {
+		p.queue.link(n)
+		p.requeue[i] = nil
+	}
+	p.requeue = p.requeue[:0]
+}

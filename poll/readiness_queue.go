@@ -1,0 +1,149 @@
+package poll
+
+import (
+	"sync/atomic"
+)
+
+// The readiness queue carries Registrations that may have become ready from
+// producer goroutines (SetReadiness, from anywhere) to the one consumer (the
+// goroutine inside Poll, serialised by pollMu).
+//
+// Node state. Each Registration has one regNode whose shared state is one
+// atomic word (see state bits below): readiness, interest, mode, and the
+// flags queued, registered and dropped. Every change is a CAS loop on that
+// word, so each transition sees and produces a consistent whole.
+//
+// Invariants:
+//
+//  1. A node is in the queue at most once. It is linked in only by the
+//     goroutine whose CAS set "queued" (a producer, or Register), or by the
+//     consumer re-queueing a node whose "queued" it kept set. Only the
+//     consumer clears "queued", and only for a node it has just unlinked.
+//     Hence no double insertion and no double unlink (mio's list corruption).
+//  2. queued is set whenever readiness&interest is non-zero on a registered
+//     node, except between the consumer's CAS that delivers an event and the
+//     next SetReadiness. A producer that adds readiness to a registered node
+//     either finds queued already set (the consumer will look at the node
+//     again and see the new bits: its CAS reads the word after ours) or sets
+//     it and links the node. No readiness is lost between dequeue and re-arm.
+//  3. The consumer decides what to report with one CAS over the whole word:
+//     the event it reports (readiness&interest), the disarm of oneshot (the
+//     interest cleared) and the clear of queued happen together, so a
+//     concurrent SetReadiness either is included or re-queues the node.
+//  4. Level nodes that were reported keep queued set and are linked back at
+//     the end of the Poll call, so an always-ready level node is reported on
+//     every call and never twice in one. A node unlinked a second time in one
+//     call (an edge node set again meanwhile) waits for the next call, which
+//     keeps "at most one event per token per Poll".
+//  5. dropped (Registration.Close) and !registered (Deregister) nodes that
+//     are still linked are unlinked and forgotten by the consumer; the GC
+//     reclaims them once unreachable, so there is no reference count to get
+//     wrong and no use after free.
+//
+// The queue. An intrusive multi-producer single-consumer queue after Dmitry
+// Vyukov: producers exchange head and then link the previous head to their
+// node; the consumer walks from tail. A stub node marks the empty queue. A
+// producer descheduled between its exchange and its link leaves the queue
+// "inconsistent": the consumer cannot see the node yet, must not sleep, and
+// retries.
+//
+// Sleep. The consumer announces that it is about to block with the sleep
+// word (awake -> asleep), then checks the queue once more; a producer links
+// its node first and then looks at the sleep word. Both steps are
+// sequentially consistent atomics, so either the consumer sees the node and
+// does not block, or the producer sees "asleep" and wakes the selector. Only
+// the producer whose CAS moves asleep -> awake writes the waker, so a burst
+// of SetReadiness to a sleeping Poll costs one wake-up. The closed state is
+// final: after Poll.Close producers do nothing.
+type readinessQueue struct {
+	head atomic.Pointer[regNode] // producers: last linked node
+	_    [56]byte                // keep head's cache line apart from the consumer's
+	tail *regNode                // consumer: next node to unlink (or stub)
+	stub regNode
+	wake func() // writes the selector's waker
+	// sleep is queueAwake, queueAsleep or queueClosed.
+	sleep atomic.Uint32
+}
+
+const (
+	queueAwake uint32 = iota
+	queueAsleep
+	queueClosed
+)
+
+func (q *readinessQueue) init(wake func()) {
+	q.head.Store(&q.stub)
+	q.tail = &q.stub
+	q.wake = wake
+}
+
+// link appends n. Any goroutine; see invariant 1 for who may.
+func (q *readinessQueue) link(n *regNode) {
+	n.next.Store(nil)
+	prev := q.head.Swap(n)
+	prev.next.Store(n)
+}
+
+// push links n and wakes the consumer if it sleeps. It reports ErrClosed
+// after Poll.Close (the node is then garbage, which is harmless).
+func (q *readinessQueue) push(n *regNode) error {
+	if q.sleep.Load() == queueClosed {
+		return ErrClosed
+	}
+	q.link(n)
+	if q.sleep.Load() == queueAsleep && q.sleep.CompareAndSwap(queueAsleep, queueAwake) {
+		q.wake()
+	}
+	return nil
+}
+
+// pop unlinks the oldest node. It returns nil when the queue is empty, and
+// nil with busy set when a producer is half-way through link.
+func (q *readinessQueue) pop() (n *regNode, busy bool) {
+	tail := q.tail
+	next := tail.next.Load()
+	if tail == &q.stub {
+		if next == nil {
+			return nil, q.head.Load() != tail
+		}
+		q.tail = next
+		tail = next
+		next = next.next.Load()
+	}
+	if next != nil {
+		q.tail = next
+		return tail, false
+	}
+	if q.head.Load() != tail {
+		return nil, true
+	}
+	// tail is the last node: put the stub behind it so it can be unlinked.
+	q.link(&q.stub)
+	if next = tail.next.Load(); next != nil {
+		q.tail = next
+		return tail, false
+	}
+	return nil, true
+}
+
+// prepareSleep announces that the consumer is about to block. It returns
+// false, and stays awake, if anything is queued.
+func (q *readinessQueue) prepareSleep() bool {
+	if !q.sleep.CompareAndSwap(queueAwake, queueAsleep) {
+		return false // closed
+	}
+	if q.tail != &q.stub || q.head.Load() != &q.stub {
+		q.sleep.CompareAndSwap(queueAsleep, queueAwake)
+		return false
+	}
+	return true
+}
+
+// finishSleep is called by the consumer when it stops blocking.
+func (q *readinessQueue) finishSleep() {
+	q.sleep.CompareAndSwap(queueAsleep, queueAwake)
+}
+
+func (q *readinessQueue) close() { q.sleep.Store(queueClosed) }
+
+func (q *readinessQueue) isClosed() bool { return q.sleep.Load() == queueClosed }

@@ -1,0 +1,273 @@
+package poll
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Registration is a user-space source of readiness: an Evented with no
+// descriptor behind it, made ready by its SetReadiness from any goroutine.
+// Channels, timers and signals are built on it.
+//
+// A Registration is bound to the first Poll it is registered with; it may be
+// deregistered and registered again with that Poll, but not with another.
+// Close it when done: that is what frees it from the Poll.
+type Registration struct{ n *regNode }
+
+// SetReadiness is the producer side of a Registration. It is safe for
+// concurrent use by any number of goroutines, and it may be used before the
+// Registration is registered: readiness set then is reported once it is.
+type SetReadiness struct{ n *regNode }
+
+// State word of a regNode. See readiness_queue.go for the invariants.
+const (
+	stReadyShift    = 0
+	stInterestShift = 8
+	stOptsShift     = 16
+	stReadyMask     = uint64(allReady) << stReadyShift
+	stInterestMask  = uint64(allReady) << stInterestShift
+	stOptsMask      = uint64(Edge|Level|Oneshot) << stOptsShift
+	stQueued        = uint64(1) << 24
+	stRegistered    = uint64(1) << 25
+	stDropped       = uint64(1) << 26
+)
+
+func stReady(s uint64) Ready    { return Ready(s >> stReadyShift & uint64(allReady)) }
+func stInterest(s uint64) Ready { return Ready(s >> stInterestShift & uint64(allReady)) }
+func stOpts(s uint64) PollOpt   { return PollOpt(s >> stOptsShift & uint64(Edge|Level|Oneshot)) }
+func stPending(s uint64) Ready  { return stReady(s) & stInterest(s) }
+func stWithInterest(s uint64, i Ready, o PollOpt) uint64 {
+	return s&^(stInterestMask|stOptsMask) | uint64(i)<<stInterestShift | uint64(o)<<stOptsShift
+}
+
+type regNode struct {
+	state atomic.Uint64
+	token atomic.Uint64
+	next  atomic.Pointer[regNode] // queue link
+	poll  atomic.Pointer[Poll]    // bound at first Register, never changes
+
+	mu sync.Mutex // serialises Register, Reregister, Deregister and Close
+
+	epoch uint64 // consumer: the Poll call that last reported this node
+
+	delay    wheelEntry // delayed readiness; guarded by the wheel's mutex
+	delayed  Ready      // what to set when delay fires; wheel's mutex
+	hasDelay atomic.Bool
+}
+
+// NewRegistration returns a Registration and its SetReadiness.
+func NewRegistration() (*Registration, *SetReadiness) {
+	n := &regNode{}
+	n.delay.owner = n
+	n.delay.slot = -1
+	return &Registration{n}, &SetReadiness{n}
+}
+
+// Register implements Evented.
+func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	opts, err := validate(t, interest, opts)
+	if err != nil {
+		return err
+	}
+	n := r.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state.Load()&stDropped != 0 {
+		return ErrClosed
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if !n.poll.CompareAndSwap(nil, p) && n.poll.Load() != p {
+		return ErrRegisteredElsewhere
+	}
+	if n.state.Load()&stRegistered != 0 {
+		return wrapf(ErrAlreadyRegistered, "registration")
+	}
+	return n.arm(p, t, interest, opts)
+}
+
+// Reregister implements Evented.
+func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	opts, err := validate(t, interest, opts)
+	if err != nil {
+		return err
+	}
+	n := r.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.checkBound(p); err != nil {
+		return err
+	}
+	return n.arm(p, t, interest, opts)
+}
+
+// Deregister implements Evented. Readiness is kept and reported again if the
+// Registration is registered again.
+func (r *Registration) Deregister(p *Poll) error {
+	n := r.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.checkBound(p); err != nil {
+		return err
+	}
+	for {
+		old := n.state.Load()
+		if n.state.CompareAndSwap(old, stWithInterest(old, 0, 0)&^stRegistered) {
+			return nil
+		}
+	}
+}
+
+// Close drops the Registration (the RFC's drop): once it returns, no Poll
+// call started afterwards reports it, its pending delayed readiness is
+// cancelled, and later SetReadiness calls do nothing and return ErrClosed.
+// Closing twice returns ErrClosed.
+func (r *Registration) Close() error {
+	n := r.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for {
+		old := n.state.Load()
+		if old&stDropped != 0 {
+			return ErrClosed
+		}
+		if n.state.CompareAndSwap(old, stWithInterest(old, 0, 0)&^stRegistered|stDropped) {
+			break
+		}
+	}
+	if p := n.poll.Load(); p != nil {
+		p.wheel.cancel(&n.delay)
+	}
+	return nil
+}
+
+func (n *regNode) checkBound(p *Poll) error {
+	if n.state.Load()&stDropped != 0 {
+		return ErrClosed
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	switch n.poll.Load() {
+	case p:
+		if n.state.Load()&stRegistered == 0 {
+			return wrapf(ErrNotRegistered, "registration")
+		}
+		return nil
+	case nil:
+		return wrapf(ErrNotRegistered, "registration")
+	default:
+		return ErrRegisteredElsewhere
+	}
+}
+
+// arm installs token, interest and mode, and queues the node if it is
+// already ready for the new interest (rule 5). The token is stored before
+// the state CAS that publishes the new interest, so a consumer whose CAS
+// sees the new interest also sees the new token.
+func (n *regNode) arm(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	n.token.Store(uint64(t))
+	for {
+		old := n.state.Load()
+		s := stWithInterest(old, interest, opts) | stRegistered
+		enqueue := s&stQueued == 0 && stPending(s) != 0
+		if enqueue {
+			s |= stQueued
+		}
+		if n.state.CompareAndSwap(old, s) {
+			if enqueue {
+				return p.queue.push(n)
+			}
+			return nil
+		}
+	}
+}
+
+// SetReadiness adds r to the readiness of the Registration. If that makes it
+// ready for its interest, it is reported by a later Poll call, and a Poll
+// blocked in another goroutine wakes up. In edge mode each call that sets a
+// bit of the interest is a new edge, even if the bit was already set.
+func (s *SetReadiness) SetReadiness(r Ready) error {
+	if r&^allReady != 0 {
+		return wrapf(ErrInvalidArgument, "readiness %s", r)
+	}
+	return s.n.set(r)
+}
+
+func (n *regNode) set(r Ready) error {
+	for {
+		old := n.state.Load()
+		if old&stDropped != 0 {
+			return ErrClosed
+		}
+		s := old | uint64(r)<<stReadyShift
+		enqueue := old&stQueued == 0 && old&stRegistered != 0 && stPending(s) != 0
+		if enqueue {
+			s |= stQueued
+		}
+		if s == old {
+			return nil // already set and already queued: the common fast path
+		}
+		if n.state.CompareAndSwap(old, s) {
+			if enqueue {
+				return n.poll.Load().queue.push(n)
+			}
+			return nil
+		}
+	}
+}
+
+// UnsetReadiness clears r from the readiness, and cancels r in a pending
+// DelayReadiness.
+func (s *SetReadiness) UnsetReadiness(r Ready) error {
+	if r&^allReady != 0 {
+		return wrapf(ErrInvalidArgument, "readiness %s", r)
+	}
+	n := s.n
+	if n.hasDelay.Load() {
+		if p := n.poll.Load(); p != nil {
+			p.wheel.unsetDelayed(n, r)
+		}
+	}
+	for {
+		old := n.state.Load()
+		if old&stDropped != 0 {
+			return ErrClosed
+		}
+		s := old &^ (uint64(r) << stReadyShift)
+		if s == old || n.state.CompareAndSwap(old, s) {
+			return nil
+		}
+	}
+}
+
+// Readiness returns the current readiness (not masked by interest).
+func (s *SetReadiness) Readiness() Ready { return stReady(s.n.state.Load()) }
+
+// DelayReadiness makes r ready after d, as SetReadiness would: never
+// earlier, and at most one wheel tick later (Config.WheelTick). A
+// Registration has one pending delay: a new call replaces the old one, and
+// UnsetReadiness cancels the bits it clears. The Registration must be
+// registered, since the delay lives in its Poll's timing wheel.
+func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
+	if r&^allReady != 0 || d < 0 {
+		return wrapf(ErrInvalidArgument, "DelayReadiness(%s, %v)", r, d)
+	}
+	n := s.n
+	if n.state.Load()&stDropped != 0 {
+		return ErrClosed
+	}
+	p := n.poll.Load()
+	if p == nil {
+		return wrapf(ErrNotRegistered, "DelayReadiness needs a registered Registration")
+	}
+	if d == 0 {
+		return n.set(r)
+	}
+	return p.wheel.delay(n, r, d)
+}
+
+// expired is called by the consumer when the node's delay is due.
+func (n *regNode) expired(r Ready) { _ = n.set(r) }

@@ -1,0 +1,32 @@
+package poll
+
+import "sync/atomic"
+
+// Stats are counters since the Poll was created, for tuning and debugging.
+type Stats struct {
+	// Polls is the number of Poll calls.
+	Polls uint64
+	// Selects is the number of times Poll entered the OS selector.
+	Selects uint64
+	// OSEvents is the number of descriptor events delivered.
+	OSEvents uint64
+	// UserEvents is the number of Registration events delivered.
+	UserEvents uint64
+	// WakerWrites is the number of times a wake-up was written to the
+	// kernel; coalescing keeps it far below the number of SetReadiness calls.
+	WakerWrites uint64
+	// EmptyWakeups counts blocking selects that returned with nothing to
+	// report (a stale or filtered event, a wake-up for readiness already
+	// taken, a timer slot with nothing due). Poll then waits again.
+	EmptyWakeups uint64
+	// TimedWakeups counts blocking selects whose timeout was shortened to a
+	// delayed-readiness deadline and that returned by that timeout.
+	TimedWakeups uint64
+	// Stale counts kernel events dropped because their descriptor had been
+	// deregistered or reregistered in the meantime.
+	Stale uint64
+}
+
+type statCounters struct {
+	polls, selects, osEvents, userEvents, emptyWakeups, timedWakeups, stale atomic.Uint64
+}

@@ -1,0 +1,246 @@
+//go:build linux
+
+package sys
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	backends[BackendEpoll] = openEpoll
+}
+
+const defaultBackend = BackendEpoll
+
+// wakerKey is the epoll data of the eventfd waker. Callers' keys never reach
+// it: package poll keeps descriptor numbers, which are below 1<<31, in the
+// low half of its keys.
+const wakerKey = math.MaxUint64
+
+// hasPwait2 caches whether epoll_pwait2 (Linux 5.11) is available: 1 yes,
+// 2 no, 0 not probed yet. With it timeouts keep nanosecond precision;
+// without it they are rounded up to milliseconds.
+var hasPwait2 atomic.Uint32
+
+type epollSelector struct {
+	epfd   int
+	waker  int // eventfd, registered edge-triggered so it never needs a read
+	gate   wakeGate
+	buf    []unix.EpollEvent
+	closed atomic.Bool
+}
+
+func openEpoll() (Selector, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	s := &epollSelector{epfd: epfd, waker: efd}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET}
+	setEpollKey(&ev, wakerKey)
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+		unix.Close(efd)
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return s, nil
+}
+
+func (s *epollSelector) Name() string { return BackendEpoll }
+
+// setEpollKey stores a 64-bit key in epoll_data. x/sys splits the union into
+// two int32 fields (Fd, Pad) on every architecture; together they are the
+// kernel's 64-bit epoll_data.
+func setEpollKey(ev *unix.EpollEvent, key uint64) {
+	ev.Fd = int32(uint32(key))
+	ev.Pad = int32(uint32(key >> 32))
+}
+
+func epollKey(ev *unix.EpollEvent) uint64 {
+	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+}
+
+func epollFlags(interest uint32, mode Mode) uint32 {
+	var f uint32
+	if interest&Readable != 0 {
+		f |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if interest&Writable != 0 {
+		f |= unix.EPOLLOUT
+	}
+	if interest&Priority != 0 {
+		f |= unix.EPOLLPRI
+	}
+	if mode&Edge != 0 {
+		f |= unix.EPOLLET
+	}
+	if mode&Oneshot != 0 {
+		f |= unix.EPOLLONESHOT
+	}
+	return f
+}
+
+func epollReady(events uint32) uint32 {
+	var r uint32
+	if events&unix.EPOLLIN != 0 {
+		r |= Readable
+	}
+	if events&unix.EPOLLOUT != 0 {
+		r |= Writable
+	}
+	if events&unix.EPOLLERR != 0 {
+		r |= Error
+	}
+	if events&(unix.EPOLLHUP|unix.EPOLLRDHUP) != 0 {
+		r |= Hup
+	}
+	if events&unix.EPOLLPRI != 0 {
+		r |= Priority
+	}
+	return r
+}
+
+func (s *epollSelector) ctl(op, fd int, key uint64, interest uint32, mode Mode) error {
+	ev := unix.EpollEvent{Events: epollFlags(interest, mode)}
+	setEpollKey(&ev, key)
+	return ignoringEINTR(func() error { return unix.EpollCtl(s.epfd, op, fd, &ev) })
+}
+
+func (s *epollSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
+	if err := s.ctl(unix.EPOLL_CTL_ADD, fd, key, interest, mode); err != nil {
+		return os.NewSyscallError("epoll_ctl(ADD)", err)
+	}
+	return nil
+}
+
+func (s *epollSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
+	if err := s.ctl(unix.EPOLL_CTL_MOD, fd, key, interest, mode); err != nil {
+		return os.NewSyscallError("epoll_ctl(MOD)", err)
+	}
+	return nil
+}
+
+func (s *epollSelector) Delete(fd int) error {
+	err := ignoringEINTR(func() error {
+		return unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, fd, &unix.EpollEvent{})
+	})
+	if err != nil {
+		return os.NewSyscallError("epoll_ctl(DEL)", err)
+	}
+	return nil
+}
+
+func (s *epollSelector) Select(events []Event, timeout time.Duration) (int, bool, error) {
+	// Never ask the kernel for more than the caller can take: an edge or
+	// oneshot event, once harvested, is gone from the kernel's ready list.
+	// When the waker takes one of the slots, the events left over stay on
+	// the ready list for the next call.
+	if len(events) == 0 {
+		return 0, false, errEmptyBuffer
+	}
+	if cap(s.buf) < len(events) {
+		s.buf = make([]unix.EpollEvent, len(events))
+	}
+	buf := s.buf[:len(events)]
+	dl := newDeadline(timeout)
+	for {
+		n, err := s.wait(buf, dl.remaining())
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, false, os.NewSyscallError("epoll_wait", err)
+		}
+		out, woken := 0, false
+		for i := 0; i < n; i++ {
+			key := epollKey(&buf[i])
+			if key == wakerKey {
+				woken = true
+				continue
+			}
+			events[out] = Event{Key: key, Ready: epollReady(buf[i].Events)}
+			out++
+		}
+		if woken {
+			s.gate.reset()
+		}
+		return out, woken, nil
+	}
+}
+
+func (s *epollSelector) wait(buf []unix.EpollEvent, timeout time.Duration) (int, error) {
+	if timeout > 0 && timeout%time.Millisecond != 0 && hasPwait2.Load() != 2 {
+		ts := unix.NsecToTimespec(int64(timeout))
+		r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(s.epfd),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+			uintptr(unsafe.Pointer(&ts)), 0, 0)
+		switch errno {
+		case 0:
+			hasPwait2.Store(1)
+			return int(r), nil
+		case unix.ENOSYS, unix.EPERM: // EPERM: seccomp filters that predate it
+			hasPwait2.Store(2)
+		default:
+			return 0, errno
+		}
+	}
+	return unix.EpollWait(s.epfd, buf, millis(timeout))
+}
+
+// Wake writes the eventfd. It is registered edge-triggered, so every write
+// produces a new event and the counter never needs reading; if it ever
+// saturates the write fails with EAGAIN and one read resets it.
+func (s *epollSelector) Wake() error {
+	if s.closed.Load() {
+		return nil
+	}
+	if !s.gate.begin() {
+		return nil
+	}
+	var one = [8]byte{1}
+	for {
+		_, err := unix.Write(s.waker, one[:])
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			var drain [8]byte
+			_, _ = unix.Read(s.waker, drain[:])
+			continue
+		default:
+			s.gate.abort()
+			return os.NewSyscallError("write(eventfd)", err)
+		}
+	}
+}
+
+func (s *epollSelector) WakerWrites() uint64 { return s.gate.writes.Load() }
+
+func (s *epollSelector) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	err1 := unix.Close(s.waker)
+	err2 := unix.Close(s.epfd)
+	if err1 != nil {
+		return fmt.Errorf("close eventfd: %w", err1)
+	}
+	if err2 != nil {
+		return fmt.Errorf("close epoll: %w", err2)
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package sys
+
+import "sync/atomic"
+
+// wakeGate coalesces wake-ups.
+//
+// Invariants:
+//   - pending is 1 from the moment a Wake decides to write the kernel object
+//     until the selector has observed the wake-up in Select and reset it.
+//   - Only the caller that moves pending from 0 to 1 writes, so any number of
+//     Wake calls between two Selects cost one write.
+//   - Select resets pending before draining the kernel object: a Wake that
+//     lands after the reset writes again, so none is lost; at worst the next
+//     Select returns once spuriously.
+type wakeGate struct {
+	pending atomic.Uint32
+	writes  atomic.Uint64
+}
+
+// begin reports whether the caller must perform the kernel write.
+func (g *wakeGate) begin() bool {
+	if g.pending.Load() != 0 || !g.pending.CompareAndSwap(0, 1) {
+		return false
+	}
+	g.writes.Add(1)
+	return true
+}
+
+// reset is called by Select after it saw the waker fire.
+func (g *wakeGate) reset() { g.pending.Store(0) }
+
+// abort undoes begin when the write failed, so a later Wake retries.
+func (g *wakeGate) abort() { g.pending.Store(0) }
