@@ -18,16 +18,27 @@ type Fd int
 
 // Register implements Evented.
 func (fd Fd) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	if p == nil {
+		return errNilPoll
+	}
 	return p.registerFd(int(fd), t, interest, opts)
 }
 
 // Reregister implements Evented.
 func (fd Fd) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	if p == nil {
+		return errNilPoll
+	}
 	return p.reregisterFd(int(fd), t, interest, opts)
 }
 
 // Deregister implements Evented.
-func (fd Fd) Deregister(p *Poll) error { return p.deregisterFd(int(fd)) }
+func (fd Fd) Deregister(p *Poll) error {
+	if p == nil {
+		return errNilPoll
+	}
+	return p.deregisterFd(int(fd))
+}
 
 // fdReg is the Poll's record of one registered descriptor.
 type fdReg struct {

@@ -67,35 +67,49 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration) (busy bool, err error
 	if userFirst {
 		busy = p.drainQueue(ev)
 	}
+	var w wakeup
 	if !ev.full() {
-		if err := p.selectInto(ev, timeout, busy); err != nil {
+		if w, err = p.selectInto(ev, timeout, busy); err != nil {
 			p.requeueLevel()
 			return false, err
 		}
 		p.wheel.expire()
 	}
-	if b := p.drainQueue(ev); b {
+	if p.drainQueue(ev) {
 		busy = true
 	}
 	p.requeueLevel()
+	if w.slept {
+		switch {
+		case w.timed:
+			p.stats.timedWakeups.Add(1)
+		case ev.Len() == 0 && w.early:
+			p.stats.emptyWakeups.Add(1)
+		}
+	}
 	return busy, nil
+}
+
+// wakeup describes how a blocking select ended.
+type wakeup struct {
+	slept bool // the consumer blocked (announced sleep with a non-zero timeout)
+	timed bool // it returned by a timeout the wheel had shortened
+	early bool // it returned before its timeout (woken, or a kernel event)
 }
 
 // selectInto asks the OS selector for as many events as ev has room for,
 // blocking only when nothing is pending in user space.
-func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) error {
+func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) (w wakeup, err error) {
 	if ev.Len() > 0 || busy {
 		timeout = 0
 	}
-	sleeping, timed := false, false
+	shortened := false
 	if timeout != 0 {
-		timeout, timed = p.wheel.sleepTimeout(timeout)
-		if p.queue.prepareSleep() {
-			sleeping = true
+		timeout, shortened = p.wheel.sleepTimeout(timeout)
+		if timeout != 0 && p.queue.prepareSleep() {
+			w.slept = true
 		} else {
 			timeout = 0
-		}
-		if !sleeping || timeout == 0 {
 			p.wheel.awake()
 		}
 	}
@@ -106,13 +120,15 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) error {
 	buf := p.sysBuf[:room]
 	p.stats.selects.Add(1)
 	n, woken, err := p.sel.Select(buf, timeout)
-	if sleeping {
+	if w.slept {
 		p.queue.finishSleep()
 		p.wheel.awake()
 	}
 	if err != nil {
-		return err
+		return w, err
 	}
+	w.early = woken || n > 0
+	w.timed = w.slept && shortened && !w.early
 	if n > 0 {
 		p.regMu.Lock()
 		for i := range buf[:n] {
@@ -120,14 +136,7 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) error {
 		}
 		p.regMu.Unlock()
 	}
-	if sleeping && ev.Len() == 0 {
-		if timed && !woken && n == 0 {
-			p.stats.timedWakeups.Add(1)
-		} else if woken || n > 0 {
-			p.stats.emptyWakeups.Add(1)
-		}
-	}
-	return nil
+	return w, nil
 }
 
 // drainQueue moves ready Registrations into ev until it is full or the queue

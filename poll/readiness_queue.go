@@ -145,5 +145,3 @@ func (q *readinessQueue) finishSleep() {
 }
 
 func (q *readinessQueue) close() { q.sleep.Store(queueClosed) }
-
-func (q *readinessQueue) isClosed() bool { return q.sleep.Load() == queueClosed }

@@ -66,11 +66,17 @@ func NewRegistration() (*Registration, *SetReadiness) {
 
 // Register implements Evented.
 func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	if p == nil {
+		return errNilPoll
+	}
 	opts, err := validate(t, interest, opts)
 	if err != nil {
 		return err
 	}
-	n := r.n
+	n, err := r.node()
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state.Load()&stDropped != 0 {
@@ -90,11 +96,17 @@ func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) 
 
 // Reregister implements Evented.
 func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	if p == nil {
+		return errNilPoll
+	}
 	opts, err := validate(t, interest, opts)
 	if err != nil {
 		return err
 	}
-	n := r.n
+	n, err := r.node()
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.checkBound(p); err != nil {
@@ -106,7 +118,13 @@ func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt
 // Deregister implements Evented. Readiness is kept and reported again if the
 // Registration is registered again.
 func (r *Registration) Deregister(p *Poll) error {
-	n := r.n
+	if p == nil {
+		return errNilPoll
+	}
+	n, err := r.node()
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.checkBound(p); err != nil {
@@ -125,7 +143,10 @@ func (r *Registration) Deregister(p *Poll) error {
 // cancelled, and later SetReadiness calls do nothing and return ErrClosed.
 // Closing twice returns ErrClosed.
 func (r *Registration) Close() error {
-	n := r.n
+	n, err := r.node()
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for {
@@ -141,6 +162,24 @@ func (r *Registration) Close() error {
 		p.wheel.cancel(&n.delay)
 	}
 	return nil
+}
+
+var errNilRegistration = wrapf(ErrInvalidArgument, "nil Registration or SetReadiness (use NewRegistration)")
+
+var errNilPoll = wrapf(ErrInvalidArgument, "nil Poll")
+
+func (r *Registration) node() (*regNode, error) {
+	if r == nil || r.n == nil {
+		return nil, errNilRegistration
+	}
+	return r.n, nil
+}
+
+func (s *SetReadiness) node() (*regNode, error) {
+	if s == nil || s.n == nil {
+		return nil, errNilRegistration
+	}
+	return s.n, nil
 }
 
 func (n *regNode) checkBound(p *Poll) error {
@@ -193,13 +232,20 @@ func (s *SetReadiness) SetReadiness(r Ready) error {
 	if r&^allReady != 0 {
 		return wrapf(ErrInvalidArgument, "readiness %s", r)
 	}
-	return s.n.set(r)
+	n, err := s.node()
+	if err != nil {
+		return err
+	}
+	return n.set(r)
 }
 
 func (n *regNode) set(r Ready) error {
 	for {
 		old := n.state.Load()
 		if old&stDropped != 0 {
+			return ErrClosed
+		}
+		if old&stRegistered != 0 && n.poll.Load().queue.sleep.Load() == queueClosed {
 			return ErrClosed
 		}
 		s := old | uint64(r)<<stReadyShift
@@ -225,7 +271,10 @@ func (s *SetReadiness) UnsetReadiness(r Ready) error {
 	if r&^allReady != 0 {
 		return wrapf(ErrInvalidArgument, "readiness %s", r)
 	}
-	n := s.n
+	n, err := s.node()
+	if err != nil {
+		return err
+	}
 	if n.hasDelay.Load() {
 		if p := n.poll.Load(); p != nil {
 			p.wheel.unsetDelayed(n, r)
@@ -244,7 +293,13 @@ func (s *SetReadiness) UnsetReadiness(r Ready) error {
 }
 
 // Readiness returns the current readiness (not masked by interest).
-func (s *SetReadiness) Readiness() Ready { return stReady(s.n.state.Load()) }
+func (s *SetReadiness) Readiness() Ready {
+	n, err := s.node()
+	if err != nil {
+		return 0
+	}
+	return stReady(n.state.Load())
+}
 
 // DelayReadiness makes r ready after d, as SetReadiness would: never
 // earlier, and at most one wheel tick later (Config.WheelTick). A
@@ -255,7 +310,10 @@ func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
 	if r&^allReady != 0 || d < 0 {
 		return wrapf(ErrInvalidArgument, "DelayReadiness(%s, %v)", r, d)
 	}
-	n := s.n
+	n, err := s.node()
+	if err != nil {
+		return err
+	}
 	if n.state.Load()&stDropped != 0 {
 		return ErrClosed
 	}

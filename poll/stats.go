@@ -15,12 +15,14 @@ type Stats struct {
 	// WakerWrites is the number of times a wake-up was written to the
 	// kernel; coalescing keeps it far below the number of SetReadiness calls.
 	WakerWrites uint64
-	// EmptyWakeups counts blocking selects that returned with nothing to
-	// report (a stale or filtered event, a wake-up for readiness already
-	// taken, a timer slot with nothing due). Poll then waits again.
+	// EmptyWakeups counts blocking selects that were woken early (by the
+	// waker or a kernel event) and yet had nothing to report: a stale or
+	// filtered kernel event, a wake-up for readiness already taken or
+	// unset. Poll then waits again.
 	EmptyWakeups uint64
 	// TimedWakeups counts blocking selects whose timeout was shortened to a
-	// delayed-readiness deadline and that returned by that timeout.
+	// delayed-readiness deadline and that returned by that timeout. With
+	// nothing delayed it stays 0: an idle Poll does not wake up.
 	TimedWakeups uint64
 	// Stale counts kernel events dropped because their descriptor had been
 	// deregistered or reregistered in the meantime.

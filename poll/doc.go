@@ -1,0 +1,49 @@
+// Package poll is the core of unipoll: one Poll for everything a Go program
+// waits on.
+//
+// Descriptors (Fd, and the socket package's types) are watched through the
+// operating system's selector: epoll on Linux, kqueue on the BSDs and
+// darwin, poll(2) on every unix. User-space sources (Registration, and the
+// channel, timer and signal sources built on it) are made ready from any
+// goroutine through a lock-free readiness queue, or after a delay through a
+// hashed timing wheel. Both kinds register the same way, with a Token, an
+// interest set (Ready) and a trigger mode (PollOpt), and come back from the
+// same Poll call as Events.
+//
+// # The contract
+//
+// On every backend, for every kind of source:
+//
+//  1. A source produces at most one Event per Poll call; readable and
+//     writable merge into one event.
+//  2. Edge: one notification each time new readiness arrives.
+//  3. Level: a notification on every Poll call while the source is ready.
+//  4. Oneshot: after one notification the source is disarmed until
+//     Reregister.
+//  5. Registering or reregistering a source that is already ready reports it
+//     on the next Poll call.
+//  6. Readiness outside the interest set is never reported.
+//  7. Deregister (and Registration.Close) discards pending notifications: a
+//     Poll call started after it returned never reports the source.
+//  8. Readiness set from any goroutine at any moment is reported by a later
+//     Poll call; a blocked Poll wakes up.
+//  9. Spurious notifications are allowed (use non-blocking I/O), except for
+//     a deregistered or closed source.
+//  10. Delayed readiness fires no earlier than asked and at most one wheel
+//     tick late; an idle Poll with nothing pending does not wake up.
+//  11. Neither kind of source starves the other when more is ready than the
+//     Events buffer holds.
+//
+// Where the kernel lacks a mode, unipoll emulates it: the poll(2) backend
+// emulates edge triggering by level triggering (which may report a source
+// again while it stays ready: allowed by rule 9, and never a lost event) and
+// oneshot by disarming the descriptor in its user-space table.
+//
+// # Concurrency
+//
+// Register, Reregister, Deregister, SetReadiness and Close may be called
+// from any goroutine, also while another goroutine is blocked in Poll.
+// Concurrent Poll calls are serialised. Tokens, not Go pointers, are what
+// the kernel stores, so a kernel event that outlives its registration is
+// recognised and dropped.
+package poll

@@ -1,0 +1,135 @@
+package poll_test
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Poll a socket and a user-space Registration with one Poll.
+func Example() {
+	p, err := poll.New()
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	// A descriptor: one end of a socket pair.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		panic(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	if err := p.Register(poll.Fd(fds[0]), 1, poll.Readable, poll.Edge); err != nil {
+		panic(err)
+	}
+
+	// A user-space source, made ready from another goroutine.
+	reg, set := poll.NewRegistration()
+	defer reg.Close()
+	if err := p.Register(reg, 2, poll.Readable, poll.Edge); err != nil {
+		panic(err)
+	}
+
+	_, _ = unix.Write(fds[1], []byte("hello"))
+	go func() { _ = set.SetReadiness(poll.Readable) }()
+
+	events := poll.NewEvents(16)
+	seen := map[poll.Token]poll.Ready{}
+	for len(seen) < 2 {
+		if _, err := p.Poll(events, time.Second); err != nil {
+			panic(err)
+		}
+		for ev := range events.All() {
+			seen[ev.Token] = ev.Ready
+		}
+	}
+	fmt.Println("socket:", seen[1])
+	fmt.Println("registration:", seen[2])
+	// Output:
+	// socket: Readable
+	// registration: Readable
+}
+
+// A Registration is level-triggered: reported on every Poll while ready.
+func ExampleNewRegistration() {
+	p, _ := poll.New()
+	defer p.Close()
+	reg, set := poll.NewRegistration()
+	defer reg.Close()
+	_ = p.Register(reg, 7, poll.Readable|poll.Writable, poll.Level)
+
+	_ = set.SetReadiness(poll.Writable)
+	events := poll.NewEvents(4)
+	for i := 0; i < 2; i++ {
+		n, _ := p.Poll(events, 0)
+		fmt.Println(n, events.At(0))
+	}
+	_ = set.UnsetReadiness(poll.Writable)
+	n, _ := p.Poll(events, 0)
+	fmt.Println(n)
+	// Output:
+	// 1 Event{Token: 7, Ready: Writable}
+	// 1 Event{Token: 7, Ready: Writable}
+	// 0
+}
+
+// DelayReadiness makes a Registration ready later; the Poll's own timeout
+// drives it, with no goroutine or OS timer per delay.
+func ExampleSetReadiness_DelayReadiness() {
+	p, _ := poll.New()
+	defer p.Close()
+	reg, set := poll.NewRegistration()
+	defer reg.Close()
+	_ = p.Register(reg, 1, poll.Readable, poll.Edge)
+
+	start := time.Now()
+	_ = set.DelayReadiness(poll.Readable, 10*time.Millisecond)
+	events := poll.NewEvents(1)
+	n, _ := p.Poll(events, -1)
+	fmt.Println(n, events.At(0).Ready, time.Since(start) >= 10*time.Millisecond)
+	// Output: 1 Readable true
+}
+
+// Oneshot disarms a source after one event until Reregister.
+func ExamplePollOpt_oneshot() {
+	p, _ := poll.New()
+	defer p.Close()
+	reg, set := poll.NewRegistration()
+	defer reg.Close()
+	_ = p.Register(reg, 1, poll.Readable, poll.Oneshot)
+	_ = set.SetReadiness(poll.Readable)
+
+	events := poll.NewEvents(1)
+	n1, _ := p.Poll(events, 0)
+	n2, _ := p.Poll(events, 0) // disarmed
+	_ = p.Reregister(reg, 1, poll.Readable, poll.Oneshot)
+	n3, _ := p.Poll(events, 0) // re-armed, still ready
+	fmt.Println(n1, n2, n3)
+	// Output: 1 0 1
+}
+
+func ExampleReady_String() {
+	fmt.Println(poll.Readable | poll.Hup)
+	fmt.Println(poll.Ready(0))
+	// Output:
+	// Readable|Hup
+	// Empty
+}
+
+// Close wakes a goroutine blocked in Poll.
+func ExamplePoll_Close() {
+	p, _ := poll.New()
+	done := make(chan error)
+	go func() {
+		_, err := p.Poll(poll.NewEvents(1), -1)
+		done <- err
+	}()
+	_ = p.Close()
+	fmt.Println(<-done)
+	// Output: unipoll: closed
+}
