@@ -1,0 +1,159 @@
+//go:build unix
+
+package socket
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conversions between package net's address types, which callers use, and
+// the unix.Sockaddr values the system calls take.
+
+// inetFamily chooses the address family for network and ip. Unlike package
+// net, which opens a dual-stack IPv6 socket for a wildcard "tcp" address,
+// "tcp" and "udp" here mean IPv4 unless the address is an IPv6 one: a
+// socket's family is then always visible from its address. Use "tcp6" or
+// "udp6" for an IPv6 wildcard.
+func inetFamily(network, base string, ip net.IP) (int, error) {
+	switch network {
+	case base + "4":
+		if ip != nil && ip.To4() == nil {
+			return 0, fmt.Errorf("%w: %s address %s", ErrInvalidNetwork, network, ip)
+		}
+		return unix.AF_INET, nil
+	case base + "6":
+		// An IPv4 address here is IPv4-mapped, which AF_INET6 accepts; the
+		// resolver has already refused plain IPv4 for this network.
+		return unix.AF_INET6, nil
+	case base:
+		if ip == nil || ip.To4() != nil {
+			return unix.AF_INET, nil
+		}
+		return unix.AF_INET6, nil
+	}
+	return 0, fmt.Errorf("%w: %q", ErrInvalidNetwork, network)
+}
+
+// inetSockaddr builds the sockaddr for ip:port in family. A nil ip is the
+// wildcard address.
+func inetSockaddr(family int, ip net.IP, port int, zone string) (unix.Sockaddr, error) {
+	switch family {
+	case unix.AF_INET:
+		sa := &unix.SockaddrInet4{Port: port}
+		if ip != nil {
+			ip4 := ip.To4()
+			if ip4 == nil {
+				return nil, fmt.Errorf("%w: %s is not IPv4", ErrInvalidAddr, ip)
+			}
+			copy(sa.Addr[:], ip4)
+		}
+		return sa, nil
+	case unix.AF_INET6:
+		sa := &unix.SockaddrInet6{Port: port, ZoneId: zoneIndex(zone)}
+		if ip != nil {
+			copy(sa.Addr[:], ip.To16())
+		}
+		return sa, nil
+	}
+	return nil, fmt.Errorf("%w: address family %d", ErrInvalidAddr, family)
+}
+
+// inetAddr splits an inet sockaddr into ip, port and zone; ok is false for
+// any other family.
+func inetAddr(sa unix.Sockaddr) (ip net.IP, port int, zone string, ok bool) {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return net.IPv4(sa.Addr[0], sa.Addr[1], sa.Addr[2], sa.Addr[3]), sa.Port, "", true
+	case *unix.SockaddrInet6:
+		ip := make(net.IP, net.IPv6len)
+		copy(ip, sa.Addr[:])
+		return ip, sa.Port, zoneName(sa.ZoneId), true
+	}
+	return nil, 0, "", false
+}
+
+// tcpAddr converts sa to a *net.TCPAddr, or nil if it is not an inet
+// address (an unconnected socket's peer, for instance).
+func tcpAddr(sa unix.Sockaddr) *net.TCPAddr {
+	ip, port, zone, ok := inetAddr(sa)
+	if !ok {
+		return nil
+	}
+	return &net.TCPAddr{IP: ip, Port: port, Zone: zone}
+}
+
+// udpAddr converts sa to a *net.UDPAddr, or nil.
+func udpAddr(sa unix.Sockaddr) *net.UDPAddr {
+	ip, port, zone, ok := inetAddr(sa)
+	if !ok {
+		return nil
+	}
+	return &net.UDPAddr{IP: ip, Port: port, Zone: zone}
+}
+
+// unixAddr converts sa to a *net.UnixAddr, or nil.
+func unixAddr(sa unix.Sockaddr) *net.UnixAddr {
+	if sa, ok := sa.(*unix.SockaddrUnix); ok {
+		name := sa.Name
+		if name == "@" {
+			// x/sys reports an unnamed socket (no path at all) as an
+			// abstract one with an empty name.
+			name = ""
+		}
+		return &net.UnixAddr{Name: name, Net: "unix"}
+	}
+	return nil
+}
+
+// zoneIndex turns an IPv6 zone (an interface name or number) into the
+// interface index a sockaddr carries; an unknown zone is 0, no zone.
+func zoneIndex(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return uint32(ifi.Index)
+	}
+	n, err := strconv.ParseUint(zone, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+// zoneName is the inverse of zoneIndex, falling back to the number.
+func zoneName(index uint32) string {
+	if index == 0 {
+		return ""
+	}
+	if ifi, err := net.InterfaceByIndex(int(index)); err == nil {
+		return ifi.Name
+	}
+	return strconv.FormatUint(uint64(index), 10)
+}
+
+// localName returns the socket's own address, as getsockname reports it.
+func localName(fd int) (unix.Sockaddr, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return nil, os.NewSyscallError("getsockname", err)
+	}
+	return sa, nil
+}
+
+// netAddr returns a as a net.Addr, keeping a nil pointer nil: a nil
+// *net.TCPAddr in a net.Addr would compare non-nil.
+func netAddr[T interface {
+	*net.TCPAddr | *net.UDPAddr | *net.UnixAddr
+	net.Addr
+}](a T) net.Addr {
+	if a == nil {
+		return nil
+	}
+	return a
+}

@@ -1,0 +1,199 @@
+//go:build unix
+
+package socket
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The I/O helpers below hold the read lock for one system call (or one
+// short retry loop), retry EINTR, which the Go runtime's signals make
+// routine, and turn EAGAIN into the unwrapped ErrWouldBlock.
+
+// readStream reads from a stream socket: zero bytes into a non-empty buffer
+// is the peer's orderly shutdown, io.EOF.
+func (s *sock) readStream(b []byte) (int, error) {
+	if err := s.rlock("read"); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	if len(b) == 0 {
+		// Like package net: nothing to read into is not EOF.
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(s.fd, b)
+		switch {
+		case err == nil && n == 0:
+			return 0, io.EOF
+		case err == nil:
+			return n, nil
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, ErrWouldBlock
+		default:
+			return 0, os.NewSyscallError("read", err)
+		}
+	}
+}
+
+// readDatagram reads one datagram; zero bytes is an empty datagram, not EOF.
+func (s *sock) readDatagram(b []byte) (int, error) {
+	if err := s.rlock("read"); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	for {
+		n, err := unix.Read(s.fd, b)
+		switch {
+		case err == nil:
+			return n, nil
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, ErrWouldBlock
+		default:
+			return 0, os.NewSyscallError("read", err)
+		}
+	}
+}
+
+// write writes all of b, or as much as the socket takes before it would
+// block: then it returns the count and ErrWouldBlock, as io.Writer requires
+// an error for a short write. The rest is for the caller to keep and send on
+// the next Writable event.
+func (s *sock) write(b []byte) (int, error) {
+	if err := s.rlock("write"); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	n := 0
+	for {
+		m, err := unix.Write(s.fd, b[n:])
+		if m > 0 {
+			n += m
+		}
+		switch {
+		case err == nil && n == len(b):
+			return n, nil
+		case err == nil:
+			continue
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return n, ErrWouldBlock
+		default:
+			return n, os.NewSyscallError("write", err)
+		}
+	}
+}
+
+// recvfrom reads one datagram and its source address.
+func (s *sock) recvfrom(b []byte) (int, unix.Sockaddr, error) {
+	if err := s.rlock("read"); err != nil {
+		return 0, nil, err
+	}
+	defer s.mu.RUnlock()
+	for {
+		n, from, err := unix.Recvfrom(s.fd, b, 0)
+		switch {
+		case err == nil:
+			return n, from, nil
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil, ErrWouldBlock
+		default:
+			return 0, nil, os.NewSyscallError("recvfrom", err)
+		}
+	}
+}
+
+// sendto sends one datagram to sa. A datagram goes whole or not at all.
+func (s *sock) sendto(b []byte, sa unix.Sockaddr) error {
+	if err := s.rlock("write"); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	for {
+		err := unix.Sendto(s.fd, b, 0, sa)
+		switch {
+		case err == nil:
+			return nil
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return ErrWouldBlock
+		default:
+			return os.NewSyscallError("sendto", err)
+		}
+	}
+}
+
+// shutdown shuts down one or both directions of a stream.
+func (s *sock) shutdown(how int) error {
+	if err := s.rlock("shutdown"); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return os.NewSyscallError("shutdown", unix.Shutdown(s.fd, how))
+}
+
+// setsockoptInt sets an integer socket option.
+func (s *sock) setsockoptInt(level, opt, value int) error {
+	if err := s.rlock("setsockopt"); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(s.fd, level, opt, value))
+}
+
+// getsockoptInt reads an integer socket option.
+func (s *sock) getsockoptInt(level, opt int) (int, error) {
+	if err := s.rlock("getsockopt"); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	v, err := unix.GetsockoptInt(s.fd, level, opt)
+	return v, os.NewSyscallError("getsockopt", err)
+}
+
+// getpeername returns the peer's address.
+func (s *sock) getpeername() (unix.Sockaddr, error) {
+	if err := s.rlock("getpeername"); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	sa, err := unix.Getpeername(s.fd)
+	return sa, os.NewSyscallError("getpeername", err)
+}
+
+// accept takes one pending connection. ECONNABORTED (a connection reset
+// while it waited in the backlog) is skipped, as package net does: it is
+// not the listener's failure and the next one may be fine.
+func (s *sock) accept() (int, unix.Sockaddr, error) {
+	if err := s.rlock("accept"); err != nil {
+		return -1, nil, err
+	}
+	defer s.mu.RUnlock()
+	for {
+		nfd, sa, err := sysAccept(s.fd)
+		switch {
+		case err == nil:
+			return nfd, sa, nil
+		case err == unix.EINTR || err == unix.ECONNABORTED:
+			continue
+		case err == unix.EAGAIN:
+			return -1, nil, ErrWouldBlock
+		default:
+			if errno, ok := err.(unix.Errno); ok {
+				return -1, nil, os.NewSyscallError(acceptFunc, errno)
+			}
+			return -1, nil, err // already wrapped by sysAccept
+		}
+	}
+}

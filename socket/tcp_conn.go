@@ -1,0 +1,172 @@
+//go:build unix
+
+package socket
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// TCPConn is a non-blocking TCP connection. Read and Write may be used from
+// different goroutines at once; each is safe for concurrent use, though two
+// concurrent Writes may interleave their bytes, as with any socket.
+type TCPConn struct {
+	s      sock
+	local  *net.TCPAddr
+	remote *net.TCPAddr
+	// connErr keeps the first failure ConnectError read: SO_ERROR is
+	// cleared by reading it, and a caller may ask more than once.
+	connErr atomic.Pointer[error]
+}
+
+// DialTCP starts a connection to addr ("host:port") and returns without
+// waiting for it. network is "tcp", "tcp4" or "tcp6".
+//
+// Register the conn for Writable (and Error|Hup, to hear about failure
+// directly): it becomes writable when the handshake completes and reports
+// Error or Hup when it fails. Then call ConnectError to tell which; a
+// spurious event (which Poll allows) shows as ErrWouldBlock from it. A
+// failure the kernel knows at once, such as no route, is returned by
+// DialTCP itself.
+func DialTCP(network, addr string) (*TCPConn, error) {
+	c, err := dialTCP(network, addr)
+	if err != nil {
+		return nil, opError("dial "+network, addr, err)
+	}
+	return c, nil
+}
+
+func dialTCP(network, addr string) (*TCPConn, error) {
+	if network != "tcp" && network != "tcp4" && network != "tcp6" {
+		return nil, ErrInvalidNetwork
+	}
+	ta, err := net.ResolveTCPAddr(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	family, err := inetFamily(network, "tcp", ta.IP)
+	if err != nil {
+		return nil, err
+	}
+	sa, err := inetSockaddr(family, ta.IP, ta.Port, ta.Zone)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := sysSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
+	if err != nil {
+		return nil, err
+	}
+	if err := connect(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return newTCPConn(fd, ta)
+}
+
+// connect starts a non-blocking connect. EINPROGRESS is the normal answer;
+// EINTR means the same for a non-blocking socket (the handshake goes on,
+// and retrying would only get EALREADY), as package net treats it.
+func connect(fd int, sa unix.Sockaddr) error {
+	switch err := unix.Connect(fd, sa); err {
+	case nil, unix.EINPROGRESS, unix.EINTR, unix.EALREADY:
+		return nil
+	default:
+		return os.NewSyscallError("connect", err)
+	}
+}
+
+// newTCPConn wraps a connected (or connecting) descriptor, taking ownership
+// of it: on error it is closed. remote may be nil; it is then asked of the
+// kernel.
+func newTCPConn(fd int, remote *net.TCPAddr) (*TCPConn, error) {
+	lsa, err := localName(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if remote == nil {
+		if rsa, err := unix.Getpeername(fd); err == nil {
+			remote = tcpAddr(rsa)
+		}
+	}
+	return &TCPConn{s: newSock(fd), local: tcpAddr(lsa), remote: remote}, nil
+}
+
+// Read reads what is available, up to len(b) bytes. It returns
+// ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
+// side and everything before that has been read.
+func (c *TCPConn) Read(b []byte) (int, error) { return c.s.readStream(b) }
+
+// Write writes b, or as much of it as fits in the socket's send buffer: a
+// short write returns the count and ErrWouldBlock, and the caller sends the
+// rest on the next Writable event.
+func (c *TCPConn) Write(b []byte) (int, error) { return c.s.write(b) }
+
+// CloseWrite shuts down the sending side: the peer reads io.EOF once it has
+// read everything sent before, and may still send back; this side can still
+// read.
+func (c *TCPConn) CloseWrite() error { return c.s.shutdown(unix.SHUT_WR) }
+
+// CloseRead shuts down the receiving side.
+func (c *TCPConn) CloseRead() error { return c.s.shutdown(unix.SHUT_RD) }
+
+// SetNoDelay sets TCP_NODELAY: true sends small writes at once instead of
+// coalescing them (Nagle's algorithm). New connections have the system
+// default, which is false (coalescing on), unlike package net.
+func (c *TCPConn) SetNoDelay(noDelay bool) error {
+	v := 0
+	if noDelay {
+		v = 1
+	}
+	return c.s.setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+}
+
+// ConnectError tells how a connect started by DialTCP went, once the conn
+// has reported Writable, Error or Hup: nil when it is connected, the
+// failure (matching unix.ECONNREFUSED, unix.ETIMEDOUT, ...) when it failed,
+// and ErrWouldBlock while it is still in progress (after a spurious event).
+// The failure is remembered, so later calls report it too.
+func (c *TCPConn) ConnectError() error {
+	if p := c.connErr.Load(); p != nil {
+		return *p
+	}
+	soerr, err := c.s.getsockoptInt(unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return err
+	}
+	if soerr != 0 {
+		err := error(os.NewSyscallError("connect", unix.Errno(soerr)))
+		c.connErr.CompareAndSwap(nil, &err)
+		return *c.connErr.Load()
+	}
+	// No pending error: connected if there is a peer. ENOTCONN with no
+	// error means the handshake is still going on.
+	if _, err := c.s.getpeername(); err != nil {
+		if errors.Is(err, unix.ENOTCONN) {
+			return ErrWouldBlock
+		}
+		return err
+	}
+	return nil
+}
+
+// LocalAddr is the conn's own address (a *net.TCPAddr). It stays available
+// after Close.
+func (c *TCPConn) LocalAddr() net.Addr { return netAddr(c.local) }
+
+// RemoteAddr is the peer's address (a *net.TCPAddr): the address dialed, or
+// the one the connection was accepted from; nil if there is none (an
+// adopted descriptor that is not connected). It stays available after Close.
+func (c *TCPConn) RemoteAddr() net.Addr { return netAddr(c.remote) }
+
+// Fd returns the descriptor, or -1 after Close. The conn keeps owning it:
+// do not close it, and do not use the number after Close.
+func (c *TCPConn) Fd() int { return c.s.sysfd() }
+
+// Close deregisters the conn from its Poll, if any, and closes it. Closing
+// twice returns an error matching ErrClosed.
+func (c *TCPConn) Close() error { return c.s.close() }

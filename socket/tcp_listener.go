@@ -1,0 +1,123 @@
+//go:build unix
+
+package socket
+
+import (
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// TCPListener is a non-blocking TCP listening socket. It is readable when a
+// connection is waiting to be accepted. Its methods are safe for concurrent
+// use.
+type TCPListener struct {
+	s    sock
+	addr *net.TCPAddr
+}
+
+// ListenTCP opens a listener on addr ("host:port"; port 0 picks a free
+// one, see Addr). network is "tcp", "tcp4" or "tcp6"; "tcp" is IPv4 unless
+// the host is an IPv6 address. SO_REUSEADDR is always set, so a restarted
+// server can bind while old connections linger in TIME_WAIT.
+func ListenTCP(network, addr string, opts ...ListenOption) (*TCPListener, error) {
+	ln, err := listenTCP(network, addr, newListenConfig(opts))
+	if err != nil {
+		return nil, opError("listen "+network, addr, err)
+	}
+	return ln, nil
+}
+
+func listenTCP(network, addr string, cfg listenConfig) (*TCPListener, error) {
+	if network != "tcp" && network != "tcp4" && network != "tcp6" {
+		return nil, ErrInvalidNetwork
+	}
+	ta, err := net.ResolveTCPAddr(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	family, err := inetFamily(network, "tcp", ta.IP)
+	if err != nil {
+		return nil, err
+	}
+	sa, err := inetSockaddr(family, ta.IP, ta.Port, ta.Zone)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := sysSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
+	if err != nil {
+		return nil, err
+	}
+	if err := setupListener(fd, family, sa, cfg); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return newTCPListener(fd)
+}
+
+// setupListener sets the options, binds and listens.
+func setupListener(fd, family int, sa unix.Sockaddr, cfg listenConfig) error {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return os.NewSyscallError("setsockopt(SO_REUSEADDR)", err)
+	}
+	if cfg.reusePort {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			return os.NewSyscallError("setsockopt(SO_REUSEPORT)", err)
+		}
+	}
+	if family == unix.AF_INET6 {
+		// IPv6 only, whatever the system default: the family of a socket
+		// stays what its address says (see inetFamily).
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+			return os.NewSyscallError("setsockopt(IPV6_V6ONLY)", err)
+		}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return os.NewSyscallError("bind", err)
+	}
+	if err := unix.Listen(fd, cfg.backlog); err != nil {
+		return os.NewSyscallError("listen", err)
+	}
+	return nil
+}
+
+// newTCPListener wraps a listening descriptor, taking ownership of it: on
+// error it is closed.
+func newTCPListener(fd int) (*TCPListener, error) {
+	sa, err := localName(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &TCPListener{s: newSock(fd), addr: tcpAddr(sa)}, nil
+}
+
+// Accept takes one pending connection, non-blocking and close-on-exec. With
+// none pending it returns ErrWouldBlock: with edge-triggered registration,
+// accept until then, since the next event comes only with a new connection.
+// Running out of descriptors is an error matching unix.EMFILE or
+// unix.ENFILE; the connection stays queued.
+func (l *TCPListener) Accept() (*TCPConn, error) {
+	fd, rsa, err := l.s.accept()
+	if err != nil {
+		if err == ErrWouldBlock {
+			return nil, err
+		}
+		return nil, opError("accept", l.addr.String(), err)
+	}
+	return newTCPConn(fd, tcpAddr(rsa))
+}
+
+// Addr is the address the listener is bound to, with the actual port when
+// port 0 was asked for. It stays available after Close.
+func (l *TCPListener) Addr() net.Addr { return netAddr(l.addr) }
+
+// Fd returns the descriptor, or -1 after Close. The listener keeps owning
+// it: do not close it, and do not use the number after Close.
+func (l *TCPListener) Fd() int { return l.s.sysfd() }
+
+// Close deregisters the listener from its Poll, if any, and closes it.
+// Connections already accepted are not affected. Closing twice returns an
+// error matching ErrClosed.
+func (l *TCPListener) Close() error { return l.s.close() }

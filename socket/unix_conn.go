@@ -1,0 +1,95 @@
+//go:build unix
+
+package socket
+
+import (
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// UnixConn is a non-blocking Unix-domain stream connection. Read and Write
+// may be used from different goroutines at once.
+type UnixConn struct {
+	s      sock
+	local  string
+	remote string
+}
+
+// DialUnix connects to the listener at the socket file path. A Unix-domain
+// connect completes at once or fails: when the listener's queue is full it
+// fails with an error matching unix.EAGAIN on Linux (ECONNREFUSED
+// elsewhere), rather than waiting.
+func DialUnix(path string) (*UnixConn, error) {
+	c, err := dialUnix(path)
+	if err != nil {
+		return nil, opError("dial unix", path, err)
+	}
+	return c, nil
+}
+
+func dialUnix(path string) (*UnixConn, error) {
+	if path == "" {
+		return nil, ErrInvalidAddr
+	}
+	fd, err := sysSocket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("connect", err)
+	}
+	return newUnixConn(fd, "", path), nil
+}
+
+// Pair returns the two ends of a connected Unix-domain stream socket pair,
+// each non-blocking and close-on-exec: what one writes the other reads.
+func Pair() (*UnixConn, *UnixConn, error) {
+	fds, err := sysSocketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, nil, opError("pair", "", err)
+	}
+	return newUnixConn(fds[0], "", ""), newUnixConn(fds[1], "", ""), nil
+}
+
+// newUnixConn wraps a connected descriptor, taking ownership of it.
+func newUnixConn(fd int, local, remote string) *UnixConn {
+	return &UnixConn{s: newSock(fd), local: local, remote: remote}
+}
+
+// Read reads what is available, up to len(b) bytes. It returns
+// ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
+// side and everything before that has been read.
+func (c *UnixConn) Read(b []byte) (int, error) { return c.s.readStream(b) }
+
+// Write writes b, or as much as fits: a short write returns the count and
+// ErrWouldBlock, and the caller sends the rest on the next Writable event.
+func (c *UnixConn) Write(b []byte) (int, error) { return c.s.write(b) }
+
+// CloseWrite shuts down the sending side: the peer reads io.EOF once it has
+// read everything sent before, and may still send back.
+func (c *UnixConn) CloseWrite() error { return c.s.shutdown(unix.SHUT_WR) }
+
+// LocalAddr is the conn's own address (a *net.UnixAddr, with an empty Name
+// when unnamed, as a dialing client and both ends of a Pair are).
+func (c *UnixConn) LocalAddr() net.Addr { return &net.UnixAddr{Name: c.local, Net: "unix"} }
+
+// RemoteAddr is the peer's address (a *net.UnixAddr): the path dialed, or
+// an empty Name when the peer is unnamed.
+func (c *UnixConn) RemoteAddr() net.Addr { return &net.UnixAddr{Name: c.remote, Net: "unix"} }
+
+// Fd returns the descriptor, or -1 after Close. The conn keeps owning it:
+// do not close it, and do not use the number after Close.
+func (c *UnixConn) Fd() int { return c.s.sysfd() }
+
+// Close deregisters the conn from its Poll, if any, and closes it. Closing
+// twice returns an error matching ErrClosed.
+func (c *UnixConn) Close() error { return c.s.close() }
