@@ -48,6 +48,11 @@ type fdReg struct {
 	opts       PollOpt
 	registered bool
 	disarmed   bool // oneshot and already reported
+	// parked: the kernel reported a hang-up or error that the interest
+	// cannot receive. Kernels report those whether asked or not, so the
+	// descriptor is taken out of the kernel's set (it would otherwise wake
+	// every Poll forever) and stays registered here until Reregister.
+	parked bool
 }
 
 // fdTable is indexed by descriptor number: descriptors are small dense
@@ -145,10 +150,14 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 	if r == nil || !r.registered {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
-	if err := p.sel.Modify(fd, fdKey(fd, r.gen), uint32(interest), sysMode(opts)); err != nil {
+	change := p.sel.Modify
+	if r.parked {
+		change = p.sel.Add
+	}
+	if err := change(fd, fdKey(fd, r.gen), uint32(interest), sysMode(opts)); err != nil {
 		return selectorError("reregister", fd, err)
 	}
-	r.token, r.interest, r.opts, r.disarmed = t, interest, opts, false
+	r.token, r.interest, r.opts, r.disarmed, r.parked = t, interest, opts, false, false
 	return nil
 }
 
@@ -165,7 +174,11 @@ func (p *Poll) deregisterFd(fd int) error {
 	if r == nil || !r.registered {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
+	parked := r.parked
 	*r = fdReg{gen: r.gen}
+	if parked {
+		return nil
+	}
 	// A descriptor closed before Deregister has already left the kernel's
 	// set (EBADF, ENOENT); the table is consistent either way.
 	if err := p.sel.Delete(fd); err != nil && !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.ENOENT) {
@@ -183,12 +196,17 @@ func (p *Poll) deliverFd(key uint64, kernel Ready, ev *Events) {
 		p.stats.stale.Add(1)
 		return
 	}
-	if r.disarmed {
+	if r.disarmed || r.parked {
 		return
 	}
 	ready := maskReady(kernel, r.interest)
 	if ready == 0 {
-		if r.opts.IsOneshot() {
+		switch {
+		case kernel&(Error|Hup) != 0:
+			if p.sel.Delete(fd) == nil {
+				r.parked = true
+			}
+		case r.opts.IsOneshot():
 			// The kernel disarmed it for readiness the caller did not ask
 			// for; re-arm so the readiness they did ask for is not lost.
 			_ = p.sel.Modify(fd, key, uint32(r.interest), sysMode(r.opts))

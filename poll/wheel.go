@@ -259,7 +259,9 @@ func (w *wheel) nextDue() int64 {
 		s := (w.cur + k) & w.mask
 		word := w.occupied[s>>6] >> (s & 63)
 		if word == 0 {
-			k += 64 - (s & 63) // skip the rest of this word
+			// Skip the rest of this word, or, for a wheel of fewer than 64
+			// slots, the rest of the ring up to the wrap.
+			k += min(n, 64) - (s & 63)
 			continue
 		}
 		skip := int64(bits.TrailingZeros64(word))

@@ -75,7 +75,10 @@ func epollKey(ev *unix.EpollEvent) uint64 {
 func epollFlags(interest uint32, mode Mode) uint32 {
 	var f uint32
 	if interest&Readable != 0 {
-		f |= unix.EPOLLIN | unix.EPOLLRDHUP
+		f |= unix.EPOLLIN
+	}
+	if interest&(Readable|Hup) != 0 {
+		f |= unix.EPOLLRDHUP // a peer's half-close is a hang-up to report
 	}
 	if interest&Writable != 0 {
 		f |= unix.EPOLLOUT
