@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -21,6 +22,17 @@ type conn struct {
 	out  []byte // echo not yet written, out[off:]
 	off  int
 	eof  bool // the peer has finished sending; close once out is flushed
+
+	interest poll.Ready // what the conn is registered for
+}
+
+// wants is the interest the conn needs now: Writable while an echo waits
+// for room in the send buffer, Readable otherwise.
+func (c *conn) wants() poll.Ready {
+	if c.off < len(c.out) {
+		return poll.Writable
+	}
+	return poll.Readable
 }
 
 // service moves bytes until the socket would block in the direction that

@@ -163,29 +163,29 @@ func (s *server) resumeAccept() {
 	}
 }
 
-// add registers a new connection for both directions: Readable for input,
-// Writable to flush an echo the socket could not take at once. Staying
-// registered for Writable costs nothing with epoll and kqueue, which report
-// an edge only when the send buffer drains; the poll(2) backend emulates
-// edges by level, so there an idle connection is reported (spuriously, as
-// the contract allows) on every Poll.
+// add registers a new connection for input. A connection is registered for
+// exactly what it waits for: Readable while it has no echo pending, Writable
+// while the socket could not take one (it stops reading then, see conn).
+// Staying registered for Writable all the time would cost nothing on epoll
+// and kqueue, but the poll(2) backend emulates edges by level, and an idle
+// writable socket would then be reported on every Poll.
 func (s *server) add(c *socket.TCPConn) {
 	// Echoes are small and answer the peer at once: no point in Nagle
 	// holding them back.
 	_ = c.SetNoDelay(true)
 	tok := s.next
 	s.next++
-	if err := s.p.Register(c, tok, poll.Readable|poll.Writable, poll.Edge); err != nil {
+	if err := s.p.Register(c, tok, poll.Readable, poll.Edge); err != nil {
 		s.logf("echo: register %s: %v", c.RemoteAddr(), err)
 		_ = c.Close()
 		return
 	}
-	s.conns[tok] = &conn{sock: c}
+	s.conns[tok] = &conn{sock: c, interest: poll.Readable}
 }
 
 // serve handles any event of a connection; which kinds are ready does not
 // matter, since conn.service tries both directions until they would block
-// (and a spurious event costs two failed system calls).
+// (and a spurious event costs one failed system call).
 func (s *server) serve(tok poll.Token) {
 	c := s.conns[tok]
 	if c == nil {
@@ -195,13 +195,25 @@ func (s *server) serve(tok poll.Token) {
 	if err != nil && !isDisconnect(err) {
 		s.logf("echo: %s: %v", c.sock.RemoteAddr(), err)
 	}
-	if done {
-		delete(s.conns, tok)
-		// Close deregisters the conn first, so the Poll never reports
-		// this token again.
-		if err := c.sock.Close(); err != nil {
-			s.logf("echo: close %s: %v", c.sock.RemoteAddr(), err)
+	if !done {
+		// Switch between Readable and Writable. Reregistering while the
+		// socket is already ready for the new interest reports it at once
+		// (contract rule 5), so no edge is missed in the switch.
+		want := c.wants()
+		if want == c.interest {
+			return
 		}
+		if err = s.p.Reregister(c.sock, tok, want, poll.Edge); err == nil {
+			c.interest = want
+			return
+		}
+		s.logf("echo: reregister %s: %v", c.sock.RemoteAddr(), err)
+	}
+	delete(s.conns, tok)
+	// Close deregisters the conn first, so the Poll never reports this
+	// token again.
+	if err := c.sock.Close(); err != nil {
+		s.logf("echo: close %s: %v", c.sock.RemoteAddr(), err)
 	}
 }
 
