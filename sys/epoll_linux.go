@@ -3,9 +3,11 @@
 package sys
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -29,12 +31,18 @@ const wakerKey = math.MaxUint64
 // without it they are rounded up to milliseconds.
 var hasPwait2 atomic.Uint32
 
+// epollSelector: mu guards the descriptor numbers against Close. Wake and
+// the registration calls hold it for reading while they use epfd or the
+// eventfd, and Close holds it for writing, so no system call can reach a
+// number that Close released and the process reused. Select does not take
+// it: the caller guarantees Close never runs during Select.
 type epollSelector struct {
 	epfd   int
 	waker  int // eventfd, registered edge-triggered so it never needs a read
 	gate   wakeGate
 	buf    []unix.EpollEvent
-	closed atomic.Bool
+	mu     sync.RWMutex
+	closed bool // guarded by mu
 }
 
 func openEpoll() (Selector, error) {
@@ -118,6 +126,11 @@ func epollReady(events uint32) uint32 {
 func (s *epollSelector) ctl(op, fd int, key uint64, interest uint32, mode Mode) error {
 	ev := unix.EpollEvent{Events: epollFlags(interest, mode)}
 	setEpollKey(&ev, key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return unix.EBADF
+	}
 	return ignoringEINTR(func() error { return unix.EpollCtl(s.epfd, op, fd, &ev) })
 }
 
@@ -136,10 +149,7 @@ func (s *epollSelector) Modify(fd int, key uint64, interest uint32, mode Mode) e
 }
 
 func (s *epollSelector) Delete(fd int) error {
-	err := ignoringEINTR(func() error {
-		return unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, fd, &unix.EpollEvent{})
-	})
-	if err != nil {
+	if err := s.ctl(unix.EPOLL_CTL_DEL, fd, 0, 0, 0); err != nil {
 		return os.NewSyscallError("epoll_ctl(DEL)", err)
 	}
 	return nil
@@ -206,13 +216,16 @@ func (s *epollSelector) wait(buf []unix.EpollEvent, timeout time.Duration) (int,
 // produces a new event and the counter never needs reading; if it ever
 // saturates the write fails with EAGAIN and one read resets it.
 func (s *epollSelector) Wake() error {
-	if s.closed.Load() {
-		return nil
-	}
 	if !s.gate.begin() {
 		return nil
 	}
-	var one = [8]byte{1}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
 	for {
 		_, err := unix.Write(s.waker, one[:])
 		switch err {
@@ -234,9 +247,12 @@ func (s *epollSelector) Wake() error {
 func (s *epollSelector) WakerWrites() uint64 { return s.gate.writes.Load() }
 
 func (s *epollSelector) Close() error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return nil
 	}
+	s.closed = true
 	err1 := unix.Close(s.waker)
 	err2 := unix.Close(s.epfd)
 	if err1 != nil {

@@ -56,7 +56,11 @@ var ErrUnknownBackend = errors.New("sys: unknown or unsupported backend")
 // Selector is the contract every OS readiness mechanism implements.
 //
 // Add, Modify and Delete may be called from any goroutine, also while another
-// goroutine is blocked in Select; the change takes effect at once. Select is
+// goroutine is blocked in Select; the change takes effect at once. Every
+// backend fails the same way: Add of a registered fd with EEXIST, Modify or
+// Delete of an unknown fd with ENOENT, a bad fd with EBADF (or EPERM for a
+// kind the kernel cannot watch). Delete an fd before closing it: epoll
+// forgets a closed fd by itself, poll(2) and kqueue keep their entry. Select is
 // called by one goroutine at a time. Close must not race with Select: the
 // caller wakes the selecting goroutine and waits for it to leave first.
 type Selector interface {

@@ -9,9 +9,14 @@ import "sync/atomic"
 //     until the selector has observed the wake-up in Select and reset it.
 //   - Only the caller that moves pending from 0 to 1 writes, so any number of
 //     Wake calls between two Selects cost one write.
-//   - Select resets pending before draining the kernel object: a Wake that
-//     lands after the reset writes again, so none is lost; at worst the next
-//     Select returns once spuriously.
+//   - Select resets pending only after it has drained the kernel object
+//     (wakers that need draining). A Wake that lands between the drain and
+//     the reset finds pending set and does not write; that is safe because
+//     the selecting goroutine is awake at that moment and looks at whatever
+//     the waker announces (the readiness queue, the wheel, the closed flag)
+//     after Select returns. Resetting before the drain would be wrong: the
+//     drain could swallow a write made after the reset while pending stays
+//     set, and every later Wake would be coalesced into that lost write.
 type wakeGate struct {
 	pending atomic.Uint32
 	writes  atomic.Uint64

@@ -1,0 +1,64 @@
+//go:build linux
+
+package sys
+
+import (
+	"encoding/binary"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// eventfdWaker is the fdWaker on Linux: one non-blocking, close-on-exec
+// eventfd. wake adds 1 to its counter, which makes it readable; drain reads
+// the counter, which resets it to zero.
+type eventfdWaker struct {
+	efd int
+}
+
+func newFdWaker() (fdWaker, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	return &eventfdWaker{efd: efd}, nil
+}
+
+func (e *eventfdWaker) fd() int { return e.efd }
+
+func (e *eventfdWaker) wake() error {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	for {
+		_, err := unix.Write(e.efd, one[:])
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			// The counter is about to saturate, so it is readable: a
+			// wake-up is pending already.
+			return nil
+		default:
+			return os.NewSyscallError("write(eventfd)", err)
+		}
+	}
+}
+
+func (e *eventfdWaker) drain() {
+	var buf [8]byte
+	for {
+		_, err := unix.Read(e.efd, buf[:])
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+func (e *eventfdWaker) close() error {
+	if err := unix.Close(e.efd); err != nil {
+		return os.NewSyscallError("close(eventfd)", err)
+	}
+	return nil
+}
