@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/poll"
+	"github.com/unipoll/unipoll/socket"
 )
 
 // Poll a socket and a user-space Registration with one Poll.
@@ -18,13 +19,13 @@ func Example() {
 	defer p.Close()
 
 	// A descriptor: one end of a socket pair.
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	a, b, err := socket.Pair()
 	if err != nil {
 		panic(err)
 	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	if err := p.Register(poll.Fd(fds[0]), 1, poll.Readable, poll.Edge); err != nil {
+	defer a.Close()
+	defer b.Close()
+	if err := p.Register(a, 1, poll.Readable, poll.Edge); err != nil {
 		panic(err)
 	}
 
@@ -35,7 +36,7 @@ func Example() {
 		panic(err)
 	}
 
-	_, _ = unix.Write(fds[1], []byte("hello"))
+	_, _ = b.Write([]byte("hello"))
 	go func() { _ = set.SetReadiness(poll.Readable) }()
 
 	events := poll.NewEvents(16)
@@ -132,4 +133,25 @@ func ExamplePoll_Close() {
 	_ = p.Close()
 	fmt.Println(<-done)
 	// Output: unipoll: closed
+}
+
+// A raw descriptor is registered as an Fd; the caller keeps ownership.
+func ExampleFd() {
+	p, _ := poll.New()
+	defer p.Close()
+	var fds [2]int
+	if err := unix.Pipe(fds[:]); err != nil {
+		panic(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	_ = unix.SetNonblock(fds[0], true)
+
+	_ = p.Register(poll.Fd(fds[0]), 9, poll.Readable, poll.Level)
+	_, _ = unix.Write(fds[1], []byte("x"))
+	events := poll.NewEvents(1)
+	n, _ := p.Poll(events, time.Second)
+	fmt.Println(n, events.At(0))
+	_ = p.Deregister(poll.Fd(fds[0])) // before closing it
+	// Output: 1 Event{Token: 9, Ready: Readable}
 }

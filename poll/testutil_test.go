@@ -16,7 +16,6 @@ package poll
 //     is reported.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -158,9 +157,9 @@ func tryCloseFd(t testing.TB, fd int) error {
 // SOCK_STREAM pair. Both ends start writable and not readable.
 func socketPair(t testing.TB) (a, b int) {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	require.NoError(t, err, "socketpair")
-	return own(t, fds[0]), own(t, fds[1])
+	return nonblocking(t, own(t, fds[0])), nonblocking(t, own(t, fds[1]))
 }
 
 // pipe returns a non-blocking, close-on-exec pipe. The read end is never
@@ -168,27 +167,19 @@ func socketPair(t testing.TB) (a, b int) {
 func pipe(t testing.TB) (r, w int) {
 	t.Helper()
 	var fds [2]int
-	require.NoError(t, unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC), "pipe2")
-	return own(t, fds[0]), own(t, fds[1])
+	require.NoError(t, unix.Pipe(fds[:]), "pipe")
+	return nonblocking(t, own(t, fds[0])), nonblocking(t, own(t, fds[1]))
 }
 
-// eventFd returns a non-blocking, close-on-exec eventfd with counter 0: it is
-// writable and not readable until eventFdAdd.
-func eventFd(t testing.TB) int {
+// nonblocking makes fd non-blocking and close-on-exec, the portable way
+// (SOCK_NONBLOCK, pipe2 and accept4 are not on every unix). Tests create
+// descriptors before they start subprocesses, so the short window before
+// FD_CLOEXEC is set does not matter here.
+func nonblocking(t testing.TB, fd int) int {
 	t.Helper()
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	require.NoError(t, err, "eventfd")
-	return own(t, fd)
-}
-
-// eventFdAdd adds v to an eventfd's counter, making it readable.
-func eventFdAdd(t testing.TB, fd int, v uint64) {
-	t.Helper()
-	var b [8]byte
-	binary.NativeEndian.PutUint64(b[:], v)
-	n, err := unix.Write(fd, b[:])
-	require.NoError(t, err, "write(eventfd)")
-	require.Equal(t, 8, n)
+	require.NoError(t, unix.SetNonblock(fd, true), "set non-blocking")
+	unix.CloseOnExec(fd)
+	return fd
 }
 
 // writeFd writes all of data to a non-blocking descriptor (it must have
@@ -300,9 +291,9 @@ func waitKernelReady(t testing.TB, fd int, events int16) {
 // socket.
 func tcpSocket(t testing.TB) int {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	require.NoError(t, err, "socket")
-	return own(t, fd)
+	return nonblocking(t, own(t, fd))
 }
 
 // resetOnClose makes closing a connected TCP socket send a RST instead of a
@@ -353,9 +344,9 @@ func tcpPair(t testing.TB) (client, server int) {
 	require.True(t, err == nil || errors.Is(err, unix.EINPROGRESS), "connect: %v", err)
 	deadline := time.Now().Add(eventWait)
 	for {
-		nfd, _, err := unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		nfd, _, err := unix.Accept(lfd)
 		if err == nil {
-			server = own(t, nfd)
+			server = nonblocking(t, own(t, nfd))
 			break
 		}
 		require.True(t, errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR), "accept: %v", err)
