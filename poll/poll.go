@@ -3,6 +3,7 @@ package poll
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/unipoll/unipoll/sys"
 )
@@ -35,6 +36,8 @@ type Poll struct {
 	requeue   []*regNode // consumer: level nodes to re-queue after this call
 	epoch     uint64     // consumer: number of the current Poll call
 	userFirst bool       // consumer: which kind of source goes first
+	userBusy  bool       // consumer: the last call delivered Registration events
+	spinWait  time.Duration
 
 	regMu sync.Mutex
 	fds   fdTable
@@ -57,7 +60,7 @@ func NewWithConfig(c Config) (*Poll, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Poll{sel: sel}
+	p := &Poll{sel: sel, spinWait: c.SpinWait}
 	wake := func() { _ = sel.Wake() }
 	p.queue.init(wake)
 	p.wheel.init(c.WheelTick, c.WheelSlots, wake)

@@ -27,13 +27,16 @@ func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
 		return 0, ErrClosed
 	}
 	p.stats.polls.Add(1)
+	spin := p.userBusy
+	p.userBusy = false
 	var start time.Time
 	if timeout > 0 {
 		start = time.Now()
 	}
 	left := timeout
 	for {
-		busy, err := p.pollOnce(ev, left)
+		busy, err := p.pollOnce(ev, left, spin)
+		spin = false
 		if err != nil {
 			return 0, err
 		}
@@ -58,7 +61,7 @@ func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
 
 // pollOnce makes one pass: due delays, the readiness queue and the selector.
 // It reports busy when the queue was caught mid-link and may hold more.
-func (p *Poll) pollOnce(ev *Events, timeout time.Duration) (busy bool, err error) {
+func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (busy bool, err error) {
 	p.epoch++
 	userFirst := p.userFirst
 	p.userFirst = !userFirst
@@ -69,6 +72,9 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration) (busy bool, err error
 	}
 	var w wakeup
 	if !ev.full() {
+		if ev.Len() == 0 && !busy && timeout != 0 && spin && p.spinForQueue(timeout) {
+			busy = true // something arrived: do not block
+		}
 		if w, err = p.selectInto(ev, timeout, busy); err != nil {
 			p.requeueLevel()
 			return false, err
@@ -170,7 +176,8 @@ func (p *Poll) deliverNode(n *regNode, ev *Events) {
 			continue
 		}
 		opts := stOpts(old)
-		s := old
+		slot := stTokWrite(old)
+		s := old&^(stTokMask<<stTokReadShift) | slot<<stTokReadShift
 		level := false
 		switch {
 		case opts.IsOneshot():
@@ -184,8 +191,9 @@ func (p *Poll) deliverNode(n *regNode, ev *Events) {
 			continue
 		}
 		n.epoch = p.epoch
-		ev.push(Token(n.token.Load()), ready)
+		ev.push(Token(n.tokens[slot].Load()), ready)
 		p.stats.userEvents.Add(1)
+		p.userBusy = true
 		if level {
 			p.requeue = append(p.requeue, n)
 		}
@@ -200,4 +208,32 @@ func (p *Poll) requeueLevel() {
 		p.requeue[i] = nil
 	}
 	p.requeue = p.requeue[:0]
+}
+
+// spinForQueue watches the readiness queue for up to spinWait (never longer
+// than timeout) before the consumer commits to blocking, and reports whether
+// something arrived. A producer that links a node while the consumer spins
+// finds it awake and writes no wake-up: under a steady stream of
+// SetReadiness this turns one system call per Poll into almost none. It
+// yields the processor between looks, so a producer on the same core runs.
+func (p *Poll) spinForQueue(timeout time.Duration) bool {
+	budget := p.spinWait
+	if budget <= 0 {
+		return false
+	}
+	if timeout > 0 && timeout < budget {
+		budget = timeout
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		if p.queue.pending() || p.closed.Load() {
+			return true
+		}
+		if i%8 == 0 {
+			if time.Since(start) >= budget {
+				return false
+			}
+		}
+		runtime.Gosched()
+	}
 }

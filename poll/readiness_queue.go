@@ -39,6 +39,12 @@ import (
 //     are still linked are unlinked and forgotten by the consumer; the GC
 //     reclaims them once unreachable, so there is no reference count to get
 //     wrong and no use after free.
+//  6. The token of an event and the interest that filtered it come from one
+//     snapshot of the state word: Reregister publishes a new token slot and
+//     the new interest in one CAS, and the consumer's delivering CAS pins
+//     the slot it reads (see stTokWriteShift in registration.go). An event
+//     never pairs a new token with an old interest, nor carries a token that
+//     was never registered for the node.
 //
 // The queue. An intrusive multi-producer single-consumer queue after Dmitry
 // Vyukov: producers exchange head and then link the previous head to their
@@ -132,11 +138,16 @@ func (q *readinessQueue) prepareSleep() bool {
 	if !q.sleep.CompareAndSwap(queueAwake, queueAsleep) {
 		return false // closed
 	}
-	if q.tail != &q.stub || q.head.Load() != &q.stub {
+	if q.pending() {
 		q.sleep.CompareAndSwap(queueAsleep, queueAwake)
 		return false
 	}
 	return true
+}
+
+// pending reports whether a node is linked or being linked. Consumer only.
+func (q *readinessQueue) pending() bool {
+	return q.tail != &q.stub || q.head.Load() != &q.stub
 }
 
 // finishSleep is called by the consumer when it stops blocking.

@@ -31,7 +31,30 @@ const (
 	stQueued        = uint64(1) << 24
 	stRegistered    = uint64(1) << 25
 	stDropped       = uint64(1) << 26
+	// The token lives in one of three slots (regNode.tokens). Reregister
+	// writes the new token into a slot that is neither the current one
+	// (write) nor the one the consumer may be reading (read), then
+	// publishes it with the new interest in one CAS; the consumer's
+	// delivering CAS moves read to the current slot. So the token an event
+	// carries always belongs to the same Reregister as the interest that
+	// filtered it, and no slot is overwritten while it is being read.
+	stTokWriteShift = 27
+	stTokReadShift  = 29
+	stTokMask       = uint64(3)
 )
+
+func stTokWrite(s uint64) uint64 { return s >> stTokWriteShift & stTokMask }
+func stTokRead(s uint64) uint64  { return s >> stTokReadShift & stTokMask }
+
+// freeTokenSlot is the slot that is neither written nor read.
+func freeTokenSlot(s uint64) uint64 {
+	w, r := stTokWrite(s), stTokRead(s)
+	for i := uint64(0); ; i++ {
+		if i != w && i != r {
+			return i
+		}
+	}
+}
 
 func stReady(s uint64) Ready    { return Ready(s >> stReadyShift & uint64(allReady)) }
 func stInterest(s uint64) Ready { return Ready(s >> stInterestShift & uint64(allReady)) }
@@ -42,10 +65,10 @@ func stWithInterest(s uint64, i Ready, o PollOpt) uint64 {
 }
 
 type regNode struct {
-	state atomic.Uint64
-	token atomic.Uint64
-	next  atomic.Pointer[regNode] // queue link
-	poll  atomic.Pointer[Poll]    // bound at first Register, never changes
+	state  atomic.Uint64
+	tokens [3]atomic.Uint64        // see stTokWriteShift
+	next   atomic.Pointer[regNode] // queue link
+	poll   atomic.Pointer[Poll]    // bound at first Register, never changes
 
 	mu sync.Mutex // serialises Register, Reregister, Deregister and Close
 
@@ -203,14 +226,17 @@ func (n *regNode) checkBound(p *Poll) error {
 }
 
 // arm installs token, interest and mode, and queues the node if it is
-// already ready for the new interest (rule 5). The token is stored before
-// the state CAS that publishes the new interest, so a consumer whose CAS
-// sees the new interest also sees the new token.
+// already ready for the new interest (rule 5). The token goes into a free
+// slot before the CAS that publishes it together with the interest. Callers
+// hold n.mu, so only the consumer changes the state's read slot meanwhile,
+// and it only ever moves it to the current write slot, never to ours.
 func (n *regNode) arm(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	n.token.Store(uint64(t))
+	slot := freeTokenSlot(n.state.Load())
+	n.tokens[slot].Store(uint64(t))
 	for {
 		old := n.state.Load()
 		s := stWithInterest(old, interest, opts) | stRegistered
+		s = s&^(stTokMask<<stTokWriteShift) | slot<<stTokWriteShift
 		enqueue := s&stQueued == 0 && stPending(s) != 0
 		if enqueue {
 			s |= stQueued
@@ -245,11 +271,13 @@ func (n *regNode) set(r Ready) error {
 		if old&stDropped != 0 {
 			return ErrClosed
 		}
-		if old&stRegistered != 0 && n.poll.Load().queue.sleep.Load() == queueClosed {
+		if p := n.poll.Load(); p != nil && p.queue.sleep.Load() == queueClosed {
 			return ErrClosed
 		}
 		s := old | uint64(r)<<stReadyShift
-		enqueue := old&stQueued == 0 && old&stRegistered != 0 && stPending(s) != 0
+		// Only bits of the interest make an edge; for a level node that is
+		// not queued nothing was pending, so this is the same test.
+		enqueue := old&stQueued == 0 && old&stRegistered != 0 && r&stInterest(old) != 0
 		if enqueue {
 			s |= stQueued
 		}

@@ -4,14 +4,19 @@ import "time"
 
 // deadline turns a relative timeout into something EINTR retries can
 // recompute from: a negative timeout stays "forever".
+// A zero timeout (the hot "just look" case) never reads the clock.
 type deadline struct {
 	forever bool
+	now     bool // zero timeout
 	at      time.Time
 }
 
 func newDeadline(timeout time.Duration) deadline {
-	if timeout < 0 {
+	switch {
+	case timeout < 0:
 		return deadline{forever: true}
+	case timeout == 0:
+		return deadline{now: true}
 	}
 	return deadline{at: time.Now().Add(timeout)}
 }
@@ -20,6 +25,9 @@ func newDeadline(timeout time.Duration) deadline {
 func (d deadline) remaining() time.Duration {
 	if d.forever {
 		return -1
+	}
+	if d.now {
+		return 0
 	}
 	left := time.Until(d.at)
 	if left < 0 {
