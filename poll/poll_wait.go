@@ -215,7 +215,8 @@ func (p *Poll) requeueLevel() {
 // something arrived. A producer that links a node while the consumer spins
 // finds it awake and writes no wake-up: under a steady stream of
 // SetReadiness this turns one system call per Poll into almost none. It
-// yields the processor between looks, so a producer on the same core runs.
+// yields the processor every few dozen looks, so a producer that shares the
+// consumer's processor still runs.
 func (p *Poll) spinForQueue(timeout time.Duration) bool {
 	budget := p.spinWait
 	if budget <= 0 {
@@ -229,11 +230,14 @@ func (p *Poll) spinForQueue(timeout time.Duration) bool {
 		if p.queue.pending() || p.closed.Load() {
 			return true
 		}
-		if i%8 == 0 {
+		// Look at the clock and let other goroutines run only now and
+		// then: both cost far more than a look at the queue, and Gosched
+		// takes the scheduler's lock, which the producer may need.
+		if i%64 == 0 {
 			if time.Since(start) >= budget {
 				return false
 			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
 }

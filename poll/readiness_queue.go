@@ -62,13 +62,19 @@ import (
 // of SetReadiness to a sleeping Poll costs one wake-up. The closed state is
 // final: after Poll.Close producers do nothing.
 type readinessQueue struct {
+	// Read-mostly: written once each, read by every producer.
+	wake   func()      // writes the selector's waker
+	closed atomic.Bool // set by Poll.Close, before sleep becomes queueClosed
+	_      [48]byte
+
 	head atomic.Pointer[regNode] // producers: last linked node
 	_    [56]byte                // keep head's cache line apart from the consumer's
 	tail *regNode                // consumer: next node to unlink (or stub)
-	stub regNode
-	wake func() // writes the selector's waker
-	// sleep is queueAwake, queueAsleep or queueClosed.
+	// sleep is queueAwake, queueAsleep or queueClosed; the consumer writes
+	// it around every blocking select, so producers read it only when they
+	// link a node.
 	sleep atomic.Uint32
+	stub  regNode
 }
 
 const (
@@ -93,7 +99,7 @@ func (q *readinessQueue) link(n *regNode) {
 // push links n and wakes the consumer if it sleeps. It reports ErrClosed
 // after Poll.Close (the node is then garbage, which is harmless).
 func (q *readinessQueue) push(n *regNode) error {
-	if q.sleep.Load() == queueClosed {
+	if q.closed.Load() {
 		return ErrClosed
 	}
 	q.link(n)
@@ -155,4 +161,7 @@ func (q *readinessQueue) finishSleep() {
 	q.sleep.CompareAndSwap(queueAsleep, queueAwake)
 }
 
-func (q *readinessQueue) close() { q.sleep.Store(queueClosed) }
+func (q *readinessQueue) close() {
+	q.closed.Store(true)
+	q.sleep.Store(queueClosed)
+}

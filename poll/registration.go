@@ -271,7 +271,7 @@ func (n *regNode) set(r Ready) error {
 		if old&stDropped != 0 {
 			return ErrClosed
 		}
-		if p := n.poll.Load(); p != nil && p.queue.sleep.Load() == queueClosed {
+		if p := n.poll.Load(); p != nil && p.queue.closed.Load() {
 			return ErrClosed
 		}
 		s := old | uint64(r)<<stReadyShift
