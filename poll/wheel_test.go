@@ -1,0 +1,514 @@
+package poll
+
+// Delayed readiness (the timing wheel), rule 10: a delay fires no earlier
+// than asked and at most one wheel tick late (plus scheduling noise); a new
+// DelayReadiness replaces the pending one; UnsetReadiness and
+// Registration.Close cancel it; an idle Poll neither writes its waker nor
+// wakes up by itself.
+//
+// "Never early" is measured from just before DelayReadiness to the return
+// of the Poll call that reports the event: if the event was due any earlier
+// the Poll could have returned earlier, so a correct wheel can never fail
+// it. "Late" allows one tick plus lateSlack for a noisy 2-core machine
+// running the race detector; the observed lateness is logged.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// lateSlack is the scheduling noise allowed on top of one wheel tick: the
+// suite runs under -race on a loaded 2-core machine. It is far below what a
+// wheel that misses a wake-up costs (waitDelayed then sees the whole
+// eventWait), and below one rotation (160 ms) of the 10 ms wheel, so an
+// entry that fires a rotation late still fails.
+const lateSlack = 100 * time.Millisecond
+
+// wheelConfigs are the wheel geometries the delay tests run with. The
+// second has a 16 ms rotation, so that 20 ms and 50 ms delays wrap around
+// the wheel; the third has a coarse tick.
+var wheelConfigs = []struct {
+	name   string
+	tick   time.Duration
+	slots  int
+	delays []time.Duration
+}{
+	{"Default", DefaultWheelTick, DefaultWheelSlots, []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond}},
+	{"Tick1msSlots16", time.Millisecond, 16, []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}},
+	{"Tick10msSlots16", 10 * time.Millisecond, 16, []time.Duration{time.Millisecond, 25 * time.Millisecond, 200 * time.Millisecond}},
+}
+
+// forEachWheel runs fn for every backend and wheel configuration with a
+// Poll made for it.
+func forEachWheel(t *testing.T, fn func(t *testing.T, p *Poll, tick time.Duration, delays []time.Duration)) {
+	for _, b := range backends(t) {
+		t.Run(b, func(t *testing.T) {
+			for _, c := range wheelConfigs {
+				t.Run(c.name, func(t *testing.T) {
+					p := newPollConfig(t, Config{Backend: b, WheelTick: c.tick, WheelSlots: c.slots})
+					fn(t, p, c.tick, c.delays)
+				})
+			}
+		})
+	}
+}
+
+// checkDelay asserts that an event observed elapsed after its
+// DelayReadiness call for delay d is neither early nor too late, and logs
+// the lateness.
+func checkDelay(t testing.TB, what string, d, elapsed, tick time.Duration) {
+	t.Helper()
+	require.GreaterOrEqual(t, elapsed, d, "%s: delay %v fired early, after %v", what, d, elapsed)
+	late := elapsed - d
+	t.Logf("%s: delay %v fired after %v (late by %v; tick %v)", what, d, elapsed, late, tick)
+	require.LessOrEqual(t, late, tick+lateSlack, "%s: delay %v fired %v late, allowed one tick (%v) + %v", what, d, late, tick, lateSlack)
+}
+
+// waitDelayed polls until tok is reported and returns how long after start
+// the reporting Poll call returned, and the readiness reported. Any other
+// event fails the test. Each Poll call waits as long as the test may (not
+// a short timeout in a loop): the Poll's own timeout must be what wakes it
+// at the due time, and a wheel that fails to wake it shows as seconds late.
+func waitDelayed(t testing.TB, p *Poll, ev *Events, tok Token, start time.Time) (time.Duration, Ready) {
+	t.Helper()
+	deadline := start.Add(eventWait)
+	for {
+		left := time.Until(deadline)
+		require.Positive(t, left, "token %d: delayed readiness not reported within %v", tok, eventWait)
+		evs := pollEvents(t, p, ev, left)
+		if len(evs) > 0 {
+			el := time.Since(start)
+			require.Equal(t, []Event{{tok, evs[0].Ready}}, evs, "unexpected events")
+			return el, evs[0].Ready
+		}
+	}
+}
+
+func TestWheelNeverEarly(t *testing.T) {
+	forEachWheel(t, func(t *testing.T, p *Poll, tick time.Duration, delays []time.Duration) {
+		ev := NewEvents(8)
+		for _, m := range modes {
+			r, s := newRegistered(t, p, 1, Readable, m.opts)
+			for _, d := range delays {
+				start := time.Now()
+				require.NoError(t, s.DelayReadiness(Readable, d))
+				el, rd := waitDelayed(t, p, ev, 1, start)
+				require.Equal(t, Readable, rd)
+				checkDelay(t, m.name, d, el, tick)
+				require.NoError(t, s.UnsetReadiness(Readable))
+				if m.opts.IsOneshot() {
+					require.NoError(t, p.Reregister(r, 1, Readable, m.opts))
+				}
+				require.Empty(t, pollEvents(t, p, ev, 0))
+			}
+			require.NoError(t, r.Close())
+		}
+	})
+}
+
+// TestWheelDelayFromOtherGoroutine: DelayReadiness from another goroutine
+// while Poll sleeps with a negative timeout, first with nothing else
+// delayed, then with a longer delay pending, must wake the Poll in time:
+// the Poll computed its sleep without the new entry.
+func TestWheelDelayFromOtherGoroutine(t *testing.T) {
+	forEachWheel(t, func(t *testing.T, p *Poll, tick time.Duration, _ []time.Duration) {
+		ev := NewEvents(8)
+		_, long := newRegistered(t, p, 1, Readable, Edge)
+		_, short := newRegistered(t, p, 2, Readable, Edge)
+		for i, longDelay := range []time.Duration{0, time.Hour} {
+			if longDelay > 0 {
+				require.NoError(t, long.DelayReadiness(Readable, longDelay))
+			}
+			ch := pollAsync(p, ev, -1)
+			require.True(t, waitAsleep(p), "Poll did not go to sleep")
+			const d = 30 * time.Millisecond
+			start := time.Now()
+			require.NoError(t, short.DelayReadiness(Readable, d))
+			res := awaitPoll(t, p, ch, fmt.Sprintf("case %d", i))
+			el := time.Since(start)
+			require.NoError(t, res.err)
+			require.Equal(t, []Event{{2, Readable}}, res.evs)
+			checkDelay(t, fmt.Sprintf("asleep, long delay %v pending", longDelay), d, el, tick)
+		}
+		// The hour-long delay is still pending and does not fire.
+		require.Equal(t, int64(1), p.wheel.count.Load())
+		require.Empty(t, pollEvents(t, p, ev, noEventWait))
+	})
+}
+
+// TestWheelReplace: a second DelayReadiness replaces the first, sooner or
+// later, and with different readiness.
+func TestWheelReplace(t *testing.T) {
+	forEachWheel(t, func(t *testing.T, p *Poll, tick time.Duration, _ []time.Duration) {
+		ev := NewEvents(8)
+		_, s := newRegistered(t, p, 1, Readable|Writable, Edge)
+
+		// Sooner: 300 ms replaced by 20 ms.
+		require.NoError(t, s.DelayReadiness(Readable, 300*time.Millisecond))
+		start := time.Now()
+		require.NoError(t, s.DelayReadiness(Readable, 20*time.Millisecond))
+		el, r := waitDelayed(t, p, ev, 1, start)
+		require.Equal(t, Readable, r)
+		checkDelay(t, "replaced by a shorter delay", 20*time.Millisecond, el, tick)
+		require.Zero(t, p.wheel.count.Load(), "the replaced 300 ms delay is still in the wheel")
+		require.NoError(t, s.UnsetReadiness(Readable))
+
+		// Later: 20 ms replaced by 80 ms. Nothing at 20 ms.
+		require.NoError(t, s.DelayReadiness(Readable, 20*time.Millisecond))
+		start = time.Now()
+		require.NoError(t, s.DelayReadiness(Readable, 80*time.Millisecond))
+		el, r = waitDelayed(t, p, ev, 1, start)
+		require.Equal(t, Readable, r)
+		checkDelay(t, "replaced by a longer delay", 80*time.Millisecond, el, tick)
+		require.NoError(t, s.UnsetReadiness(Readable))
+
+		// Other readiness: Readable in 20 ms replaced by Writable in 60 ms.
+		// Readable is never set.
+		require.NoError(t, s.DelayReadiness(Readable, 20*time.Millisecond))
+		start = time.Now()
+		require.NoError(t, s.DelayReadiness(Writable, 60*time.Millisecond))
+		el, r = waitDelayed(t, p, ev, 1, start)
+		require.Equal(t, Writable, r, "the replaced Readable delay fired")
+		require.Equal(t, Writable, s.Readiness())
+		checkDelay(t, "replaced by other readiness", 60*time.Millisecond, el, tick)
+		require.Empty(t, pollEvents(t, p, ev, 40*time.Millisecond))
+		require.Equal(t, Writable, s.Readiness())
+		require.NoError(t, s.UnsetReadiness(Writable))
+
+		// A zero delay is SetReadiness.
+		require.NoError(t, s.DelayReadiness(Readable, 0))
+		requireOnly(t, p, ev, 1, Readable)
+	})
+}
+
+// TestWheelCancel: UnsetReadiness of the delayed bits and Registration.Close
+// cancel a pending delay: no event, no entry left, and the Poll, with
+// nothing left to wait for, makes one select and no timed wake-up.
+func TestWheelCancel(t *testing.T) {
+	forEachWheel(t, func(t *testing.T, p *Poll, tick time.Duration, _ []time.Duration) {
+		ev := NewEvents(8)
+		r, s := newRegistered(t, p, 1, Readable|Writable, Edge)
+
+		requireIdle := func(what string) {
+			t.Helper()
+			require.Zero(t, p.wheel.count.Load(), "%s: entry left in the wheel", what)
+			before := p.Stats()
+			require.Empty(t, pollEvents(t, p, ev, 80*time.Millisecond), what)
+			after := p.Stats()
+			require.Zero(t, after.TimedWakeups-before.TimedWakeups, "%s: timed wake-up with nothing delayed", what)
+			require.Equal(t, uint64(1), after.Selects-before.Selects, "%s: selects in one idle Poll call", what)
+			require.Zero(t, after.WakerWrites-before.WakerWrites, "%s: waker writes", what)
+		}
+
+		// Cancel by UnsetReadiness.
+		require.NoError(t, s.DelayReadiness(Readable, 20*time.Millisecond))
+		require.NoError(t, s.UnsetReadiness(Readable))
+		requireIdle("UnsetReadiness")
+		require.Equal(t, Ready(0), s.Readiness())
+
+		// Unsetting some of the delayed bits cancels only those.
+		start := time.Now()
+		require.NoError(t, s.DelayReadiness(Readable|Writable, 20*time.Millisecond))
+		require.NoError(t, s.UnsetReadiness(Writable))
+		el, rd := waitDelayed(t, p, ev, 1, start)
+		require.Equal(t, Readable, rd)
+		checkDelay(t, "partly unset", 20*time.Millisecond, el, tick)
+		require.NoError(t, s.UnsetReadiness(Readable))
+
+		// Unsetting bits that are not delayed keeps the delay.
+		start = time.Now()
+		require.NoError(t, s.DelayReadiness(Writable, 20*time.Millisecond))
+		require.NoError(t, s.UnsetReadiness(Readable|Hup))
+		el, rd = waitDelayed(t, p, ev, 1, start)
+		require.Equal(t, Writable, rd)
+		checkDelay(t, "other bits unset", 20*time.Millisecond, el, tick)
+		require.NoError(t, s.UnsetReadiness(Writable))
+		requireIdle("after a delay fired")
+
+		// Cancel by Close.
+		require.NoError(t, s.DelayReadiness(Readable, 20*time.Millisecond))
+		require.NoError(t, r.Close())
+		requireIdle("Registration.Close")
+	})
+}
+
+// TestWheelIdle: a Poll with nothing registered, or nothing pending, sleeps
+// through its whole timeout in one select, with no waker write and no
+// timed wake-up.
+func TestWheelIdle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		check := func(p *Poll, what string) {
+			t.Helper()
+			before := p.Stats()
+			ev := NewEvents(8)
+			start := time.Now()
+			n, err := p.Poll(ev, 100*time.Millisecond)
+			el := time.Since(start)
+			require.NoError(t, err)
+			require.Zero(t, n, what)
+			require.GreaterOrEqual(t, el, 100*time.Millisecond, "%s: Poll returned before its timeout", what)
+			d := p.Stats()
+			d.Polls -= before.Polls
+			d.Selects -= before.Selects
+			d.WakerWrites -= before.WakerWrites
+			d.TimedWakeups -= before.TimedWakeups
+			d.EmptyWakeups -= before.EmptyWakeups
+			d.UserEvents -= before.UserEvents
+			d.OSEvents -= before.OSEvents
+			require.Equal(t, uint64(1), d.Polls, what)
+			require.Equal(t, uint64(1), d.Selects, "%s: selects", what)
+			require.Zero(t, d.WakerWrites, "%s: waker writes", what)
+			require.Zero(t, d.TimedWakeups, "%s: timed wake-ups", what)
+			require.Zero(t, d.EmptyWakeups, "%s: empty wake-ups", what)
+			require.Zero(t, d.UserEvents+d.OSEvents, "%s: events", what)
+		}
+		p := newPoll(t)
+		check(p, "nothing registered")
+		r, s := newRegistered(t, p, 1, Readable, Level)
+		newRegistered(t, p, 2, Readable, Edge)
+		check(p, "registered, not ready")
+		require.NoError(t, s.SetReadiness(Writable))
+		check(p, "ready outside the interest")
+		require.NoError(t, s.DelayReadiness(Readable, 5*time.Millisecond))
+		ev := NewEvents(8)
+		waitEvent(t, p, ev, 1)
+		require.NoError(t, s.UnsetReadiness(Readable))
+		require.Empty(t, pollEvents(t, p, ev, 0))
+		check(p, "after a delay fired")
+		require.NoError(t, p.Deregister(r))
+		check(p, "deregistered")
+	})
+}
+
+// TestWheelManyDelays: 1,000 Registrations with random delays up to 30 ms,
+// set in one burst; every one fires exactly once, none early.
+func TestWheelManyDelays(t *testing.T) {
+	const n = 1000
+	for _, b := range backends(t) {
+		t.Run(b, func(t *testing.T) {
+			for _, c := range wheelConfigs[:2] {
+				t.Run(c.name, func(t *testing.T) {
+					p := newPollConfig(t, Config{Backend: b, WheelTick: c.tick, WheelSlots: c.slots})
+					seed := uint64(time.Now().UnixNano())
+					t.Logf("seed %d", seed)
+					rng := rand.New(rand.NewPCG(seed, 0))
+					sets := make([]*SetReadiness, n)
+					for k := range sets {
+						_, sets[k] = newRegistered(t, p, Token(k), Readable, modes[k%len(modes)].opts)
+					}
+					// Another goroutine makes the delays while this one
+					// polls, so that the first ones are not held up by the
+					// burst of the others.
+					delays := make([]time.Duration, n)
+					starts := make([]time.Time, n)
+					for k := range delays {
+						delays[k] = time.Duration(rng.Int64N(int64(30*time.Millisecond))) + 1
+					}
+					burst := make(chan error, 1)
+					go func() {
+						for k := range sets {
+							starts[k] = time.Now()
+							if err := sets[k].DelayReadiness(Readable, delays[k]); err != nil {
+								burst <- err
+								return
+							}
+						}
+						burst <- nil
+					}()
+					defer func() { <-burst }()
+					// The loop only records; checks come after it, so that
+					// the consumer's own work does not count as lateness.
+					ev := NewEvents(64)
+					fired := make([]int, n)
+					at := make([]time.Time, n)
+					var bad []Event
+					got := 0
+					deadline := time.Now().Add(eventWait)
+					for got < n && len(bad) == 0 && time.Now().Before(deadline) {
+						_, err := p.Poll(ev, 50*time.Millisecond)
+						require.NoError(t, err)
+						now := time.Now()
+						for e := range ev.All() {
+							k := int(e.Token)
+							if k >= n || fired[k] > 0 || e.Ready != Readable {
+								bad = append(bad, e)
+								continue
+							}
+							fired[k]++
+							got++
+							at[k] = now
+							// Level sources stay ready: clear them so that
+							// they count once.
+							require.NoError(t, sets[k].UnsetReadiness(Readable))
+						}
+					}
+					require.NoError(t, <-burst)
+					burst <- nil // for the deferred receive
+					require.Empty(t, bad, "unknown, repeated or wrong events")
+					require.Equal(t, n, got, "delays fired within %v", eventWait)
+					var maxLate time.Duration
+					for k := range n {
+						el := at[k].Sub(starts[k])
+						require.GreaterOrEqual(t, el, delays[k], "token %d: delay %v fired early, after %v", k, delays[k], el)
+						maxLate = max(maxLate, el-delays[k])
+					}
+					// Twice the slack: the consumer reports 1,000 events
+					// 64 at a time while the burst is still being made.
+					t.Logf("%d delays up to 30ms: worst lateness %v (tick %v)", n, maxLate, c.tick)
+					require.LessOrEqual(t, maxLate, c.tick+2*lateSlack)
+					require.Empty(t, pollEvents(t, p, ev, noEventWait))
+					require.Zero(t, p.wheel.count.Load())
+				})
+			}
+		})
+	}
+}
+
+// TestWheelRotation: with a 16 ms rotation, delays that share a slot across
+// rotations (18, 34 and 50 ms) fire in order, none early, while other
+// delays make the Poll wake up in between; and after the Poll stays away
+// longer than a rotation, one call fires exactly the entries that are due
+// and none of those due in a later rotation.
+func TestWheelRotation(t *testing.T) {
+	const tick = time.Millisecond
+	for _, b := range backends(t) {
+		t.Run(b, func(t *testing.T) {
+			p := newPollConfig(t, Config{Backend: b, WheelTick: tick, WheelSlots: 16})
+			ev := NewEvents(8)
+			delays := []time.Duration{18 * time.Millisecond, 34 * time.Millisecond, 50 * time.Millisecond,
+				2 * time.Millisecond, 9 * time.Millisecond, 25 * time.Millisecond, 41 * time.Millisecond}
+			sets := make([]*SetReadiness, len(delays))
+			for k := range sets {
+				_, sets[k] = newRegistered(t, p, Token(k), Readable, Edge)
+			}
+			start := time.Now()
+			for k, d := range delays {
+				require.NoError(t, sets[k].DelayReadiness(Readable, d))
+			}
+			at := make([]time.Duration, len(delays))
+			for got := 0; got < len(delays); {
+				left := time.Until(start.Add(eventWait))
+				require.Positive(t, left, "only %d of %d delays fired", got, len(delays))
+				evs := pollEvents(t, p, ev, left)
+				el := time.Since(start)
+				for _, e := range evs {
+					require.Less(t, int(e.Token), len(delays))
+					require.Zero(t, at[e.Token], "token %d twice", e.Token)
+					at[e.Token] = el
+					got++
+				}
+			}
+			for k, d := range delays {
+				checkDelay(t, fmt.Sprintf("token %d", k), d, at[k], tick)
+			}
+
+			// Stay away from Poll for more than a rotation: 5 ms and 40 ms
+			// are then due, 200 ms (a later rotation) is not.
+			start = time.Now()
+			require.NoError(t, sets[0].DelayReadiness(Readable, 5*time.Millisecond))
+			require.NoError(t, sets[1].DelayReadiness(Readable, 40*time.Millisecond))
+			require.NoError(t, sets[2].DelayReadiness(Readable, 200*time.Millisecond))
+			<-time.After(60 * time.Millisecond) // the gap under test, not synchronisation
+			evs := pollEvents(t, p, ev, 0)
+			el := time.Since(start)
+			require.ElementsMatch(t, []Event{{0, Readable}, {1, Readable}}, evs, "after %v away", el)
+			el, r := waitDelayed(t, p, ev, 2, start)
+			require.Equal(t, Readable, r)
+			// Lateness is meaningless here (the Poll was away), earliness is.
+			require.GreaterOrEqual(t, el, 200*time.Millisecond, "200 ms delay fired early")
+			require.Zero(t, p.wheel.count.Load())
+		})
+	}
+}
+
+// TestWheelConcurrentDelays: goroutines delay, cancel and replace delays
+// on their own Registrations while one goroutine polls, under -race. In each
+// round a producer makes an hour-long delay and cancels it with
+// UnsetReadiness, makes another and replaces it with a short one (1-8 ms),
+// and waits for the consumer's acknowledgement. The hour-long delays can
+// never fire, so every event must be the short delay of the current round:
+// exactly one per round, none early, none without a delay outstanding.
+func TestWheelConcurrentDelays(t *testing.T) {
+	const producers, rounds = 4, 40
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		p := newPoll(t)
+		// due[g] is the earliest time producer g's current delay may be
+		// reported; zero when none is outstanding.
+		var mu sync.Mutex
+		due := make([]time.Time, producers)
+		acks := make([]chan struct{}, producers)
+		sets := make([]*SetReadiness, producers)
+		for g := range sets {
+			_, sets[g] = newRegistered(t, p, Token(g), Readable, Edge)
+			acks[g] = make(chan struct{}, 1)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 7))
+				s := sets[g]
+				for round := range rounds {
+					steps := []func() error{
+						func() error { return s.DelayReadiness(Readable, time.Hour) },
+						func() error { return s.UnsetReadiness(Readable) },
+						func() error { return s.DelayReadiness(Readable, time.Hour) },
+					}
+					for _, step := range steps {
+						if err := step(); err != nil {
+							t.Errorf("producer %d: %v", g, err)
+							return
+						}
+					}
+					d := time.Duration(rng.IntN(8)+1) * time.Millisecond
+					mu.Lock()
+					due[g] = time.Now().Add(d)
+					mu.Unlock()
+					if err := s.DelayReadiness(Readable, d); err != nil {
+						t.Errorf("producer %d: DelayReadiness: %v", g, err)
+						return
+					}
+					select {
+					case <-acks[g]:
+					case <-stop:
+						return
+					case <-time.After(eventWait):
+						t.Errorf("producer %d: round %d: delay %v never reported", g, round, d)
+						return
+					}
+				}
+			}()
+		}
+		defer wg.Wait()
+		defer close(stop)
+		ev := NewEvents(8)
+		deadline := time.Now().Add(20 * time.Second)
+		for got := 0; got < producers*rounds; {
+			require.False(t, t.Failed())
+			require.True(t, time.Now().Before(deadline), "%d of %d delays reported", got, producers*rounds)
+			for _, e := range pollEvents(t, p, ev, 20*time.Millisecond) {
+				now := time.Now()
+				g := int(e.Token)
+				require.Less(t, g, producers)
+				mu.Lock()
+				at := due[g]
+				due[g] = time.Time{}
+				mu.Unlock()
+				require.False(t, at.IsZero(), "producer %d: event with no delay outstanding (a cancelled or replaced delay fired)", g)
+				require.False(t, now.Before(at), "producer %d: delay fired %v early", g, at.Sub(now))
+				require.NoError(t, sets[g].UnsetReadiness(Readable))
+				got++
+				acks[g] <- struct{}{}
+			}
+		}
+		require.Empty(t, pollEvents(t, p, ev, noEventWait))
+		require.Zero(t, p.wheel.count.Load())
+	})
+}
