@@ -434,15 +434,6 @@ func findToken(evs []Event, tok Token) (Ready, bool) {
 	return 0, false
 }
 
-// requireNoEvent asserts that one Poll call with a short timeout does not
-// report tok (other tokens may be reported).
-func requireNoEvent(t testing.TB, p *Poll, ev *Events, tok Token) {
-	t.Helper()
-	evs := pollEvents(t, p, ev, noEventWait)
-	r, ok := findToken(evs, tok)
-	require.False(t, ok, "token %d reported (%s), want nothing", tok, r)
-}
-
 // requireNoEvents asserts that one Poll call with a short timeout reports
 // nothing at all.
 func requireNoEvents(t testing.TB, p *Poll, ev *Events) {
