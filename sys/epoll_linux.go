@@ -3,7 +3,6 @@
 package sys
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -38,7 +37,7 @@ var hasPwait2 atomic.Uint32
 // it: the caller guarantees Close never runs during Select.
 type epollSelector struct {
 	epfd   int
-	waker  int // eventfd, registered edge-triggered so it never needs a read
+	waker  *eventfdWaker // registered edge-triggered, so it is never drained
 	gate   wakeGate
 	buf    []unix.EpollEvent
 	mu     sync.RWMutex
@@ -50,16 +49,16 @@ func openEpoll() (Selector, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	w, err := newEventfdWaker()
 	if err != nil {
 		unix.Close(epfd)
-		return nil, os.NewSyscallError("eventfd", err)
+		return nil, err
 	}
-	s := &epollSelector{epfd: epfd, waker: efd}
+	s := &epollSelector{epfd: epfd, waker: w}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET}
 	setEpollKey(&ev, wakerKey)
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
-		unix.Close(efd)
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, w.fd(), &ev); err != nil {
+		_ = w.close()
 		unix.Close(epfd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
@@ -213,8 +212,7 @@ func (s *epollSelector) wait(buf []unix.EpollEvent, timeout time.Duration) (int,
 }
 
 // Wake writes the eventfd. It is registered edge-triggered, so every write
-// produces a new event and the counter never needs reading; if it ever
-// saturates the write fails with EAGAIN and one read resets it.
+// produces a new event and the counter never needs reading.
 func (s *epollSelector) Wake() error {
 	if !s.gate.begin() {
 		return nil
@@ -224,24 +222,11 @@ func (s *epollSelector) Wake() error {
 	if s.closed {
 		return nil
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	for {
-		_, err := unix.Write(s.waker, one[:])
-		switch err {
-		case nil:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			var drain [8]byte
-			_, _ = unix.Read(s.waker, drain[:])
-			continue
-		default:
-			s.gate.abort()
-			return os.NewSyscallError("write(eventfd)", err)
-		}
+	if err := s.waker.wakeEdge(); err != nil {
+		s.gate.abort()
+		return err
 	}
+	return nil
 }
 
 func (s *epollSelector) WakerWrites() uint64 { return s.gate.writes.Load() }
@@ -253,10 +238,10 @@ func (s *epollSelector) Close() error {
 		return nil
 	}
 	s.closed = true
-	err1 := unix.Close(s.waker)
+	err1 := s.waker.close()
 	err2 := unix.Close(s.epfd)
 	if err1 != nil {
-		return fmt.Errorf("close eventfd: %w", err1)
+		return err1
 	}
 	if err2 != nil {
 		return fmt.Errorf("close epoll: %w", err2)

@@ -16,7 +16,9 @@ type eventfdWaker struct {
 	efd int
 }
 
-func newFdWaker() (fdWaker, error) {
+func newFdWaker() (fdWaker, error) { return newEventfdWaker() }
+
+func newEventfdWaker() (*eventfdWaker, error) {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
@@ -26,17 +28,28 @@ func newFdWaker() (fdWaker, error) {
 
 func (e *eventfdWaker) fd() int { return e.efd }
 
-func (e *eventfdWaker) wake() error {
+func (e *eventfdWaker) wake() error { return e.add(false) }
+
+// wakeEdge is wake for an eventfd registered edge-triggered (epoll), which
+// is never drained: each write is a new edge. If the counter ever saturates
+// the write fails with EAGAIN, and a saturated counter makes no new edge,
+// so it is drained and written again.
+func (e *eventfdWaker) wakeEdge() error { return e.add(true) }
+
+func (e *eventfdWaker) add(edge bool) error {
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
 	for {
 		_, err := unix.Write(e.efd, one[:])
-		switch err {
-		case nil:
+		switch {
+		case err == nil:
 			return nil
-		case unix.EINTR:
+		case err == unix.EINTR:
 			continue
-		case unix.EAGAIN:
+		case err == unix.EAGAIN && edge:
+			e.drain()
+			continue
+		case err == unix.EAGAIN:
 			// The counter is about to saturate, so it is readable: a
 			// wake-up is pending already.
 			return nil
