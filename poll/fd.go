@@ -217,7 +217,6 @@ func (p *Poll) deliverFd(key uint64, kernel Ready, ev *Events) {
 		r.disarmed = true
 	}
 	ev.push(r.token, ready)
-	p.stats.osEvents.Add(1)
 }
 
 // maskReady keeps what the caller asked for. An error makes the source

@@ -136,11 +136,15 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) (w wakeu
 	w.early = woken || n > 0
 	w.timed = w.slept && shortened && !w.early
 	if n > 0 {
+		before := ev.Len()
 		p.regMu.Lock()
 		for i := range buf[:n] {
 			p.deliverFd(buf[i].Key, Ready(buf[i].Ready), ev)
 		}
 		p.regMu.Unlock()
+		if d := ev.Len() - before; d > 0 {
+			p.stats.osEvents.Add(uint64(d))
+		}
 	}
 	return w, nil
 }
@@ -148,14 +152,19 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) (w wakeu
 // drainQueue moves ready Registrations into ev until it is full or the queue
 // is empty. It reports whether the queue was caught mid-link.
 func (p *Poll) drainQueue(ev *Events) (busy bool) {
+	before := ev.Len()
 	for !ev.full() {
 		n, b := p.queue.pop()
 		if n == nil {
-			return b
+			busy = b
+			break
 		}
 		p.deliverNode(n, ev)
 	}
-	return false
+	if d := ev.Len() - before; d > 0 {
+		p.stats.userEvents.Add(uint64(d))
+	}
+	return busy
 }
 
 // deliverNode reports n if it is ready for its interest; see the invariants
@@ -192,7 +201,6 @@ func (p *Poll) deliverNode(n *regNode, ev *Events) {
 		}
 		n.epoch = p.epoch
 		ev.push(Token(n.tokens[slot].Load()), ready)
-		p.stats.userEvents.Add(1)
 		p.userBusy = true
 		if level {
 			p.requeue = append(p.requeue, n)
