@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/sys"
 )
 
 // Fd is a raw file descriptor as an Evented. The caller keeps ownership: Poll
@@ -49,9 +51,12 @@ type fdReg struct {
 	registered bool
 	disarmed   bool // oneshot and already reported
 	// parked: the kernel reported a hang-up or error that the interest
-	// cannot receive. Kernels report those whether asked or not, so the
-	// descriptor is taken out of the kernel's set (it would otherwise wake
-	// every Poll forever) and stays registered here until Reregister.
+	// cannot receive. Kernels report those whether asked or not, and they
+	// last, so in the caller's level mode they would wake every Poll
+	// forever. The kernel registration is switched to edge mode
+	// instead: the lasting state is then reported once, while new readiness
+	// (an error after a hang-up, data) is a new edge and still arrives. The
+	// caller's own mode is restored once an event is delivered.
 	parked bool
 }
 
@@ -150,11 +155,7 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 	if r == nil || !r.registered {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
-	change := p.sel.Modify
-	if r.parked {
-		change = p.sel.Add
-	}
-	if err := change(fd, fdKey(fd, r.gen), uint32(interest), sysMode(opts)); err != nil {
+	if err := p.sel.Modify(fd, fdKey(fd, r.gen), uint32(interest), sysMode(opts)); err != nil {
 		return selectorError("reregister", fd, err)
 	}
 	r.token, r.interest, r.opts, r.disarmed, r.parked = t, interest, opts, false, false
@@ -174,11 +175,7 @@ func (p *Poll) deregisterFd(fd int) error {
 	if r == nil || !r.registered {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
-	parked := r.parked
 	*r = fdReg{gen: r.gen}
-	if parked {
-		return nil
-	}
 	// A descriptor closed before Deregister has already left the kernel's
 	// set (EBADF, ENOENT); the table is consistent either way.
 	if err := p.sel.Delete(fd); err != nil && !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.ENOENT) {
@@ -196,14 +193,18 @@ func (p *Poll) deliverFd(key uint64, kernel Ready, ev *Events) {
 		p.stats.stale.Add(1)
 		return
 	}
-	if r.disarmed || r.parked {
+	if r.disarmed {
 		return
 	}
 	ready := maskReady(kernel, r.interest)
 	if ready == 0 {
 		switch {
+		case r.parked:
 		case kernel&(Error|Hup) != 0:
-			if p.sel.Delete(fd) == nil {
+			// A pure edge registration needs no parking: a lasting state
+			// makes one edge (the poll(2) backend's emulation rests it).
+			// Level ones would repeat it, oneshot ones re-armed below too.
+			if r.opts != Edge && p.sel.Modify(fd, key, uint32(r.interest), sys.Edge) == nil {
 				r.parked = true
 			}
 		case r.opts.IsOneshot():
@@ -213,8 +214,13 @@ func (p *Poll) deliverFd(key uint64, kernel Ready, ev *Events) {
 		}
 		return
 	}
-	if r.opts.IsOneshot() {
-		r.disarmed = true
+	switch {
+	case r.opts.IsOneshot():
+		r.disarmed = true // stays parked, if it is, until Reregister
+	case r.parked:
+		if p.sel.Modify(fd, key, uint32(r.interest), sysMode(r.opts)) == nil {
+			r.parked = false
+		}
 	}
 	ev.push(r.token, ready)
 }

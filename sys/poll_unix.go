@@ -23,7 +23,10 @@ func init() {
 //   - Level is what poll(2) does.
 //   - Edge is emulated by level triggering: a descriptor is reported on every
 //     Select while it is ready, which the contract allows (spurious events,
-//     never a lost one).
+//     never a lost one). The exception is a lasting hang-up or error with
+//     nothing else ready: once reported, the descriptor rests out of the
+//     array and is looked at again every restRecheck, so that it neither
+//     spins the caller nor hides a later change.
 //   - Oneshot: once reported, the registration is disarmed (left out of the
 //     kernel's view) until Modify re-arms it.
 //
@@ -76,17 +79,25 @@ type pollSelector struct {
 	// Owned by the goroutine in Select.
 	pfds  []unix.PollFd
 	slots []pollSlot
-	start int    // rotation: where the next scan for results begins
-	polls uint64 // poll(2) calls made, for tests
+	start int // rotation: where the next scan for results begins
+	// resting counts edge registrations left out of the array because all
+	// they had to say was a hang-up or error already reported; they are put
+	// back at the next rebuild, at the latest restRecheck later.
+	resting int
+	polls   uint64 // poll(2) calls made, for tests
 }
 
 // pollEntry is one registration.
+// restRecheck is how often resting registrations are polled again.
+const restRecheck = 10 * time.Millisecond
+
 type pollEntry struct {
 	fd       int
 	key      uint64
 	interest uint32
 	mode     Mode
 	armed    bool   // false after a oneshot event or POLLNVAL, until Modify
+	reported uint32 // edge mode: the lasting Error|Hup bits already reported
 	gen      uint64 // bumped by Modify and Delete
 	idx      int    // position in list
 }
@@ -188,7 +199,7 @@ func (s *pollSelector) Modify(fd int, key uint64, interest uint32, mode Mode) er
 		return os.NewSyscallError("poll(modify)", unix.ENOENT)
 	}
 	e.key, e.interest, e.mode = key, interest, mode
-	e.armed = true
+	e.armed, e.reported = true, 0
 	e.gen++
 	nudge := s.changedLocked()
 	s.mu.Unlock()
@@ -272,6 +283,7 @@ func (s *pollSelector) rebuildLocked() {
 		s.slots[i+1] = pollSlot{e: e, gen: e.gen}
 	}
 	s.dirty = false
+	s.resting = 0
 }
 
 func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool, error) {
@@ -285,9 +297,13 @@ func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool,
 			s.rebuildLocked()
 		}
 		s.blocked = true
+		wait, recheck := dl.remaining(), false
+		if s.resting > 0 && (wait < 0 || wait > restRecheck) {
+			wait, recheck = restRecheck, true
+		}
 		s.mu.Unlock()
 
-		n, err := pollWait(s.pfds, dl.remaining())
+		n, err := pollWait(s.pfds, wait)
 		s.polls++
 
 		s.mu.Lock()
@@ -304,6 +320,13 @@ func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool,
 		}
 		if err != nil {
 			return 0, false, os.NewSyscallError("poll", err)
+		}
+		if recheck && n == 0 {
+			// Time to look at the resting registrations again.
+			s.mu.Lock()
+			s.dirty = true
+			s.mu.Unlock()
+			continue
 		}
 		woken := false
 		if fired {
@@ -357,7 +380,23 @@ func (s *pollSelector) collectLocked(events []Event) int {
 			p.Fd = -1
 			continue
 		}
-		events[out] = Event{Key: e.key, Ready: pollReady(p)}
+		ready := pollReady(p)
+		if e.mode&(Edge|Oneshot) == Edge {
+			// Emulated edge: a hang-up or error lasts, and poll(2) reports
+			// it on every call whatever was asked. Once reported it is not
+			// news: leave the descriptor out of the array instead of
+			// spinning, and look again at the next rebuild (restRecheck
+			// at the latest), so that a new kind (an error after a
+			// hang-up) still arrives, late by at most that, never lost.
+			lasting := ready & (Error | Hup)
+			if ready == lasting && lasting&^e.reported == 0 {
+				p.Fd = -1
+				s.resting++
+				continue
+			}
+			e.reported |= lasting
+		}
+		events[out] = Event{Key: e.key, Ready: ready}
 		out++
 		last = j
 		if e.mode&Oneshot != 0 {
