@@ -1,0 +1,101 @@
+// Package proptest is the property-based proof of unipoll's contract
+// (DESIGN.md, "The contract", rules 1-11), run against every backend the
+// build has. It holds no library code: an executable model of the
+// contract (the non-test files) and the rapid properties that drive the
+// real library and check it against the model (the _test files).
+//
+// The model reads the kernel's view of its descriptors (poll(2) with
+// POLLRDHUP) and builds them with Linux flags, so the package builds on
+// Linux only for now; running it against kqueue on a BSD or darwin
+// machine needs a kernel-state probe for that platform.
+//
+// # What is modelled
+//
+// model.go keeps, for every source registered with one Poll, its token,
+// interest, mode (Edge, Level, Oneshot), armed state, readiness, whether a
+// notification is owed (an edge arrived, or it was registered while ready)
+// or merely allowed (a spurious one), and for each Poll call decides what
+// MUST appear (level and ready; owed and ready; armed oneshot), what MAY
+// appear (rule 9: kernel wake-ups with nothing new, edge emulated by level
+// on the poll(2) backend, delayed readiness inside its firing window) and
+// what MUST NOT (tokens never registered or retired by Deregister, Close or
+// Reregister; readiness outside the interest or not there; two events for
+// one token in a call; a disarmed oneshot; an edge source with nothing
+// new). A call whose buffer was full may leave MUST sources for later
+// calls; they are carried over and must appear within 2n+2 calls (n
+// sources registered), which also checks that neither kind of source
+// starves the other (rule 11).
+//
+// One file per kind of source: model_fd.go (an end of a unix socket pair,
+// with the peer's writes, reads, half-closes and close; the read end of a
+// pipe, with the writer's writes and close) and model_registration.go
+// (SetReadiness, UnsetReadiness, DelayReadiness with its window "no earlier
+// than the delay, at most one tick late", Close). A kind implements the
+// kind and impl interfaces of model.go and registers itself from init;
+// adding channels, timers, signals or child processes is adding one file.
+//
+// # The properties
+//
+//   - TestStateMachine (statemachine_test.go): rapid state machine over
+//     real sources on one Poll, per backend: Open, Register, Reregister,
+//     Deregister, Misuse (bad arguments), the kinds' operations, and Poll
+//     with a capacity of 1 to 8 and a timeout of 0, 1-5ms or forever (only
+//     when the model knows it must return). Every result is checked
+//     against the model; spurious events are counted, not failed.
+//   - TestConcurrentNoLostWakeup, TestConcurrentNoLostReadiness,
+//     TestConcurrentRetire, TestConcurrentFdReuse, TestConcurrentClose
+//     (concurrency_test.go, for -race): producers on other goroutines with
+//     an acknowledgement protocol (rule 8, checked exactly); readiness bits
+//     set concurrently never lost; nothing reported for a token after the
+//     Deregister, Close or Reregister that retired it returned, and a token
+//     never carrying readiness outside its own interest (rules 6, 7, with
+//     a logical clock); no stale kernel event when descriptor numbers are
+//     reused; Poll.Close in the middle of everything.
+//   - TestFairness (fairness_test.go): always-ready sources, a small
+//     buffer: none waits more than 2n+2 calls (rule 11).
+//   - TestDelayTiming, TestIdlePoll (timing_test.go): rule 10.
+//   - FuzzStateMachine, FuzzRegistrations (fuzz_test.go): the state
+//     machine as fuzz targets (rapid.MakeFuzz); go test runs their seeds.
+//   - regression_test.go: the shrunk counterexamples the properties found
+//     in the library, as plain tests.
+//
+// # Running
+//
+//	go test -race ./proptest/                      # every backend of this build
+//	UNIPOLL_BACKEND=poll go test -race ./proptest/ # one backend (as CI does)
+//
+// TestMain raises rapid's steps per check to 60 (unless -rapid.steps or
+// RAPID_STEPS says otherwise), checks for leaked goroutines (goleak) and
+// descriptors, and prints the totals: checks, operations, Poll calls,
+// events, spurious events, events carried over for lack of room.
+//
+// # Replaying a failure
+//
+// rapid shrinks a failing case and prints it: every drawn value, and the
+// operations as a numbered script (the model logs each one). It also
+// prints how to replay it:
+//
+//	go test ./proptest -run 'TestStateMachine/epoll' -rapid.seed=N
+//
+// and saves a fail file, testdata/rapid/<Test>/<Test>-<time>-<pid>.fail,
+// which rapid replays first on every later run of that test (or pass it
+// with -rapid.failfile=path); delete it once the bug is fixed. Failures
+// that depend on timing (delays, concurrency) may not replay exactly; the
+// failure message itself includes the model state and the last 80
+// operations of the original run. -rapid.v shows every case, -rapid.nofailfile
+// writes no fail file.
+//
+// # Soak
+//
+// PROPTEST_SOAK=1 multiplies rapid's checks by 100 (PROPTEST_SOAK=N, N >
+// 100, by N); it sets the -rapid.checks flag from TestMain, so it scales
+// RAPID_CHECKS or an explicit -rapid.checks too. The properties that mostly
+// sleep get a tenth of that (TestDelayTiming, TestIdlePoll) or a quarter
+// (TestConcurrentFdReuse), so that they do not take the soak's whole time.
+// Give it time, for example:
+//
+//	PROPTEST_SOAK=1 go test -race -timeout 30m ./proptest/
+//
+// rapid stops a property early, and passes, when the test deadline is
+// near, so a soak bounded by -timeout ends cleanly.
+package proptest
