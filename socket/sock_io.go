@@ -16,18 +16,27 @@ import (
 // readStream reads from a stream socket: zero bytes into a non-empty buffer
 // is the peer's orderly shutdown, io.EOF.
 func (s *sock) readStream(b []byte) (int, error) {
+	if len(b) == 0 {
+		// Like package net: nothing to read into is not EOF.
+		if err := s.rlock("read"); err != nil {
+			return 0, err
+		}
+		s.mu.RUnlock()
+		return 0, nil
+	}
+	return s.readAny(b, true)
+}
+
+// readAny is one read; for a stream, zero bytes is EOF.
+func (s *sock) readAny(b []byte, stream bool) (int, error) {
 	if err := s.rlock("read"); err != nil {
 		return 0, err
 	}
 	defer s.mu.RUnlock()
-	if len(b) == 0 {
-		// Like package net: nothing to read into is not EOF.
-		return 0, nil
-	}
 	for {
 		n, err := unix.Read(s.fd, b)
 		switch {
-		case err == nil && n == 0:
+		case err == nil && n == 0 && stream:
 			return 0, io.EOF
 		case err == nil:
 			return n, nil
@@ -42,25 +51,7 @@ func (s *sock) readStream(b []byte) (int, error) {
 }
 
 // readDatagram reads one datagram; zero bytes is an empty datagram, not EOF.
-func (s *sock) readDatagram(b []byte) (int, error) {
-	if err := s.rlock("read"); err != nil {
-		return 0, err
-	}
-	defer s.mu.RUnlock()
-	for {
-		n, err := unix.Read(s.fd, b)
-		switch {
-		case err == nil:
-			return n, nil
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return 0, ErrWouldBlock
-		default:
-			return 0, os.NewSyscallError("read", err)
-		}
-	}
-}
+func (s *sock) readDatagram(b []byte) (int, error) { return s.readAny(b, false) }
 
 // write writes all of b, or as much as the socket takes before it would
 // block: then it returns the count and ErrWouldBlock, as io.Writer requires

@@ -41,30 +41,15 @@ func DialTCP(network, addr string) (*TCPConn, error) {
 }
 
 func dialTCP(network, addr string) (*TCPConn, error) {
-	if network != "tcp" && network != "tcp4" && network != "tcp6" {
-		return nil, ErrInvalidNetwork
-	}
-	ta, err := net.ResolveTCPAddr(network, addr)
+	e, err := tcpSocket(network, addr)
 	if err != nil {
 		return nil, err
 	}
-	family, err := inetFamily(network, "tcp", ta.IP)
-	if err != nil {
+	if err := connect(e.fd, e.sa); err != nil {
+		unix.Close(e.fd)
 		return nil, err
 	}
-	sa, err := inetSockaddr(family, ta.IP, ta.Port, ta.Zone)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := sysSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
-	if err != nil {
-		return nil, err
-	}
-	if err := connect(fd, sa); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	return newTCPConn(fd, ta)
+	return newTCPConn(e.fd, e.addr)
 }
 
 // connect starts a non-blocking connect. EINPROGRESS is the normal answer;

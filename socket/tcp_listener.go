@@ -30,25 +30,11 @@ func ListenTCP(network, addr string, opts ...ListenOption) (*TCPListener, error)
 }
 
 func listenTCP(network, addr string, cfg listenConfig) (*TCPListener, error) {
-	if network != "tcp" && network != "tcp4" && network != "tcp6" {
-		return nil, ErrInvalidNetwork
-	}
-	ta, err := net.ResolveTCPAddr(network, addr)
+	e, err := tcpSocket(network, addr)
 	if err != nil {
 		return nil, err
 	}
-	family, err := inetFamily(network, "tcp", ta.IP)
-	if err != nil {
-		return nil, err
-	}
-	sa, err := inetSockaddr(family, ta.IP, ta.Port, ta.Zone)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := sysSocket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
-	if err != nil {
-		return nil, err
-	}
+	family, sa, fd := e.family, e.sa, e.fd
 	if err := setupListener(fd, family, sa, cfg); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -121,3 +107,34 @@ func (l *TCPListener) Fd() int { return l.s.sysfd() }
 // Connections already accepted are not affected. Closing twice returns an
 // error matching ErrClosed.
 func (l *TCPListener) Close() error { return l.s.close() }
+
+// tcpEndpoint is a resolved TCP address and a socket of its family.
+type tcpEndpoint struct {
+	addr   *net.TCPAddr
+	family int
+	sa     unix.Sockaddr
+	fd     int
+}
+
+// tcpSocket resolves a TCP network and address and opens a socket of the
+// family they call for: what dialing and listening share.
+func tcpSocket(network, addr string) (tcpEndpoint, error) {
+	if network != "tcp" && network != "tcp4" && network != "tcp6" {
+		return tcpEndpoint{}, ErrInvalidNetwork
+	}
+	ta, err := net.ResolveTCPAddr(network, addr)
+	if err != nil {
+		return tcpEndpoint{}, err
+	}
+	e := tcpEndpoint{addr: ta, fd: -1}
+	if e.family, err = inetFamily(network, "tcp", ta.IP); err != nil {
+		return tcpEndpoint{}, err
+	}
+	if e.sa, err = inetSockaddr(e.family, ta.IP, ta.Port, ta.Zone); err != nil {
+		return tcpEndpoint{}, err
+	}
+	if e.fd, err = sysSocket(e.family, unix.SOCK_STREAM, unix.IPPROTO_TCP); err != nil {
+		return tcpEndpoint{}, err
+	}
+	return e, nil
+}
