@@ -130,10 +130,21 @@ type backend struct {
 	// level-triggered, so a ready descriptor may be reported again on any
 	// call (a spurious event, rule 9).
 	edgeByLevel bool
+	// lastingLatency: a descriptor whose only readiness is a lasting
+	// hang-up or error already reported (or outside its interest) may be
+	// looked at again only this much later, so a new condition on it (an
+	// error after a hang-up) may be reported that late. poll(2) rests such
+	// descriptors for its restRecheck (10ms); epoll needs no resting.
+	lastingLatency time.Duration
 }
 
 func backendOf(name string) backend {
-	return backend{name: name, edgeByLevel: name == sys.BackendPoll}
+	b := backend{name: name}
+	if name == sys.BackendPoll {
+		b.edgeByLevel = true
+		b.lastingLatency = 10*time.Millisecond + 10*time.Millisecond // restRecheck, plus timer slack
+	}
+	return b
 }
 
 // backendsUnderTest are the backends the tests run on: the one named by
@@ -158,11 +169,12 @@ type src struct {
 	token      poll.Token
 	interest   poll.Ready
 	opts       poll.PollOpt
-	armed      bool // oneshot: false after its event, until Reregister
-	owed       bool // a notification must come: edge arrived, or registered while ready
-	mayFire    bool // a notification may come (rule 9)
-	missed     int  // consecutive calls that had no room for a MUST event of it
-	gone       bool // released/closed: never reported again
+	armed      bool      // oneshot: false after its event, until Reregister
+	owed       bool      // a notification must come: edge arrived, or registered while ready
+	mayFire    bool      // a notification may come (rule 9)
+	missed     int       // consecutive calls that had no room for a MUST event of it
+	gone       bool      // released/closed: never reported again
+	graceUntil time.Time // MUST events of it may be late until then (backend.lastingLatency)
 
 	// Per Poll call, set by timed impls.
 	callMay   bool       // an undecidable change may make it reportable in this call
@@ -732,6 +744,9 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 		fired := s.firedEdge & s.interest
 		witness := s.firedNow & s.interest
 		must := armed && ((sure != 0 && (level || s.owed)) || fired != 0)
+		if must && c.start.Before(s.graceUntil) {
+			must = false // may still be resting in the backend (lastingLatency)
+		}
 		may := armed && (sure|maybe) != 0 && (level || s.owed || s.mayFire || s.callMay || emulated || fired != 0)
 		r, reported := c.got[s.token]
 		if reported {
@@ -769,8 +784,12 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 		}
 		if must {
 			if !full && !excuse {
-				w.fatalf(t, "Poll#%d did not report %s (token %d, %s, %s, ready %s) although it had room (%d of %d): a lost event (rules %s)",
-					c.idx, s.label, s.token, s.interest, s.opts, sure|fired, len(c.order), c.capacity, ruleFor(s))
+				late := ""
+				if !s.graceUntil.IsZero() {
+					late = fmt.Sprintf(", even after the %v the backend may take to look again at a resting descriptor", w.be.lastingLatency)
+				}
+				w.fatalf(t, "Poll#%d did not report %s (token %d, %s, %s, ready %s) although it had room (%d of %d)%s: a lost event (rules %s)",
+					c.idx, s.label, s.token, s.interest, s.opts, sure|fired, len(c.order), c.capacity, late, ruleFor(s))
 			}
 			s.missed++
 			totals.carried.Add(1)
@@ -813,6 +832,9 @@ func ruleFor(s *src) string {
 func (w *world) settle(t *rapid.T) {
 	deadline := time.Now()
 	for _, s := range w.registered() {
+		if s.graceUntil.After(deadline) {
+			deadline = s.graceUntil
+		}
 		if tm, ok := s.impl.(timed); ok {
 			if by, _, ok := tm.pending(s); ok && by.After(deadline) {
 				deadline = by

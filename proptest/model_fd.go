@@ -4,6 +4,7 @@ package proptest
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
@@ -134,14 +135,28 @@ type fdCondImpl interface {
 	cond() (sure, maybe kflags)
 }
 
-// changed notifies the model of the conditions that became true between
-// before and now: a new edge for them, or a mere wake-up if none did.
+// fdChanged notifies the model of a change of the kernel conditions (a
+// shutdown or close by the peer): readiness the source reports that it did
+// not report before is a new edge; anything else (a new kernel flag that
+// maps to readiness already there, such as a full hang-up after a
+// half-close) is a mere wake-up, which may or may not be reported.
 func (w *world) fdChanged(s *src, before kflags) {
-	now, _ := s.impl.(fdCondImpl).cond()
-	if fresh := now &^ before; fresh != 0 {
-		w.notify(s, fdMask(kReady(fresh), false))
-	} else {
+	if !s.armedNow() {
+		return
+	}
+	was, _ := fdReady(before, before, s.interest)
+	is, _ := s.impl.ready(s.interest)
+	fresh := is &^ was
+	if fresh == 0 {
 		w.jiggle(s)
+		return
+	}
+	w.notify(s, fresh)
+	// A descriptor whose only kernel readiness was lasting (hang-up,
+	// error) may be resting in the backend: the news may be late.
+	const lasting = kERR | kHUP | kRDHUP
+	if seen := before & requested(s.interest); w.be.lastingLatency > 0 && seen != 0 && seen&^lasting == 0 {
+		s.graceUntil = time.Now().Add(w.be.lastingLatency)
 	}
 }
 

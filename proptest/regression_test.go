@@ -232,3 +232,70 @@ func TestRegressionParkedLosesError(t *testing.T) {
 		}
 	}
 }
+
+// TestRegressionPollRestNeverRechecked (poll(2) backend; found while
+// checking the model against the resting of lasting hang-ups): an
+// edge-triggered descriptor whose only readiness is a hang-up it has
+// reported rests out of the pollfd array, and is looked at again only when
+// Select blocks for longer than restRecheck (10ms), or when a registration
+// changes. A caller that polls with timeout 0 (an event loop with work
+// pending) or with short timeouts never sees an error that follows: it is
+// lost. Sequence: socket, interest Error|Hup, Edge; it writes to its peer;
+// the peer shuts down both directions (Hup, reported once, then resting);
+// the peer closes with the data unread (ECONNRESET): Poll(0) and Poll(5ms)
+// never report Error. The same holds for a Level registration parked by
+// package poll on a hang-up outside its interest.
+func TestRegressionPollRestNeverRechecked(t *testing.T) {
+	if !slices.Contains(backendsUnderTest(), "poll") {
+		t.Skip("no poll(2) backend under test")
+	}
+	for _, timeout := range []time.Duration{0, 5 * time.Millisecond} {
+		for _, opts := range []poll.PollOpt{poll.Edge, poll.Level} {
+			interest := poll.Error | poll.Hup
+			if opts == poll.Level {
+				interest = poll.Error | poll.Priority // the hang-up is outside: parked
+			}
+			t.Run(fmt.Sprintf("%s/%s/timeout %v", opts, interest, timeout), func(t *testing.T) {
+				p, err := poll.NewWithConfig(poll.Config{Backend: "poll"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, b := fds[0], fds[1]
+				defer unix.Close(a)
+				if err := p.Register(poll.Fd(a), 1, interest, opts); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := unix.Write(a, []byte("unread")); err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Shutdown(b, unix.SHUT_RDWR); err != nil {
+					t.Fatal(err)
+				}
+				ev := poll.NewEvents(4)
+				for i := 0; i < 3; i++ {
+					if _, err := p.Poll(ev, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				unix.Close(b) // ECONNRESET on a
+				start := time.Now()
+				for time.Since(start) < 200*time.Millisecond {
+					if _, err := p.Poll(ev, timeout); err != nil {
+						t.Fatal(err)
+					}
+					for e := range ev.All() {
+						if e.Ready&poll.Error != 0 {
+							return
+						}
+					}
+				}
+				t.Fatalf("an error after a reported (or parked) hang-up was not reported by Poll(%v) calls for %v: the resting descriptor is never looked at again unless Select blocks for more than 10ms (rules 2, 3, 8)", timeout, time.Since(start).Round(time.Millisecond))
+			})
+		}
+	}
+}

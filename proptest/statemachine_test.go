@@ -3,6 +3,7 @@
 package proptest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,6 +20,66 @@ func TestStateMachine(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			checkScaled(t, stateMachineChecks, stateMachine(backendOf(b)))
 		})
+	}
+}
+
+// TestPeerLifecycle: one or two registered sockets (drawn interest and
+// mode) go through their peers' whole life (writes both ways, half-closes,
+// close with data unread) with only non-blocking or short Polls and
+// Reregisters in between: lasting conditions (hang-ups, errors) that arrive
+// one after the other, on descriptors that are parked or resting because
+// what was there before was outside the interest or already reported.
+// A blocking Poll is left out on purpose: it would give the backend the
+// time to look again that a busy caller never gives it.
+func TestPeerLifecycle(t *testing.T) {
+	for _, b := range backendsUnderTest() {
+		t.Run(b, func(t *testing.T) {
+			checkScaled(t, stateMachineChecks, peerLifecycle(backendOf(b)))
+		})
+	}
+}
+
+func peerLifecycle(be backend) func(*rapid.T) {
+	return func(t *rapid.T) {
+		w := newWorld(t, be, poll.Config{})
+		w.kinds = []kind{sockKind{}}
+		defer w.cleanup()
+		for i, n := 0, rapid.IntRange(1, 2).Draw(t, "sockets"); i < n; i++ {
+			s := w.open(t, sockKind{})
+			w.logf("open %s: %v", s.label, s.impl)
+			tok := w.drawToken(t, "token")
+			interest, opts := drawInterest(t), drawOpts(t)
+			if rapid.Bool().Draw(t, "lasting conditions only") {
+				interest &= poll.Error | poll.Hup | poll.Priority
+			}
+			err := w.p.Register(s.impl.evented(), tok, interest, opts)
+			w.logf("Register(%s, token %d, %s, %s) = %v", s.label, tok, interest, opts, err)
+			w.expectErr(t, "Register", err, nil)
+			w.arm(s, tok, interest, opts)
+		}
+		peerOps := []op{}
+		for _, o := range (sockKind{}).ops() {
+			if o.name != "close" {
+				peerOps = append(peerOps, o)
+			}
+		}
+		names := make([]string, len(peerOps))
+		for i, o := range peerOps {
+			names[i] = o.name
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"": w.Check,
+			"socket": func(t *rapid.T) {
+				s := w.pick(t, nil, "socket")
+				i := rapid.IntRange(0, len(peerOps)-1).Draw(t, fmt.Sprintf("op (index in %v)", names))
+				peerOps[i].run(t, w, s)
+			},
+			"Poll":        w.Poll,
+			"PollTimeout": w.PollTimeout,
+			"Reregister":  w.Reregister,
+		})
+		w.settle(t)
+		w.shutdown(t)
 	}
 }
 

@@ -84,7 +84,8 @@ type pollSelector struct {
 	// they had to say was a hang-up or error already reported; they are put
 	// back at the next rebuild, at the latest restRecheck later.
 	resting int
-	polls   uint64 // poll(2) calls made, for tests
+	restAt  time.Time // when the first of them was left out
+	polls   uint64    // poll(2) calls made, for tests
 }
 
 // pollEntry is one registration.
@@ -293,14 +294,21 @@ func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool,
 	dl := newDeadline(timeout)
 	for {
 		s.mu.Lock()
+		wait, recheck := dl.remaining(), false
+		if s.resting > 0 {
+			// Resting registrations are looked at again restRecheck after
+			// they were left out, however short the caller's timeouts.
+			due := restRecheck - time.Since(s.restAt)
+			if due <= 0 {
+				s.dirty = true
+			} else if wait < 0 || wait > due {
+				wait, recheck = due, true
+			}
+		}
 		if s.dirty {
 			s.rebuildLocked()
 		}
 		s.blocked = true
-		wait, recheck := dl.remaining(), false
-		if s.resting > 0 && (wait < 0 || wait > restRecheck) {
-			wait, recheck = restRecheck, true
-		}
 		s.mu.Unlock()
 
 		n, err := pollWait(s.pfds, wait)
@@ -391,6 +399,9 @@ func (s *pollSelector) collectLocked(events []Event) int {
 			lasting := ready & (Error | Hup)
 			if ready == lasting && lasting&^e.reported == 0 {
 				p.Fd = -1
+				if s.resting == 0 {
+					s.restAt = time.Now()
+				}
 				s.resting++
 				continue
 			}
