@@ -130,11 +130,6 @@ func fdFiltered(maybe kflags, interest poll.Ready) bool {
 	return seen != 0 && fdMask(kReady(seen), false)&interest == 0
 }
 
-// fdCondImpl is what the shared descriptor code needs from a kind.
-type fdCondImpl interface {
-	cond() (sure, maybe kflags)
-}
-
 // fdChanged notifies the model of a change of the kernel conditions (a
 // shutdown or close by the peer): readiness the source reports that it did
 // not report before is a new edge; anything else (a new kernel flag that
