@@ -25,6 +25,10 @@
 // calls; they are carried over and must appear within 2n+2 calls (n
 // sources registered), which also checks that neither kind of source
 // starves the other (rule 11).
+// On poll(2) a descriptor whose only readiness is a lasting hang-up or
+// error rests out of the kernel's view for up to 10ms; a new condition on
+// it is given that long (plus slack) before it MUST appear
+// (backend.lastingLatency).
 //
 // One file per kind of source: model_fd.go (an end of a unix socket pair,
 // with the peer's writes, reads, half-closes and close; the read end of a
@@ -51,6 +55,11 @@
 //     never carrying readiness outside its own interest (rules 6, 7, with
 //     a logical clock); no stale kernel event when descriptor numbers are
 //     reused; Poll.Close in the middle of everything.
+//   - TestPeerLifecycle (statemachine_test.go): registered sockets
+//     through their peers' whole life (writes both ways, half-closes,
+//     close with data unread) with only short Polls in between: lasting
+//     conditions arriving one after the other on parked or resting
+//     descriptors.
 //   - TestFairness (fairness_test.go): always-ready sources, a small
 //     buffer: none waits more than 2n+2 calls (rule 11).
 //   - TestDelayTiming, TestIdlePoll (timing_test.go): rule 10.
