@@ -213,15 +213,6 @@ func (w *wheel) expire() {
 // records that the consumer sleeps until then. It returns the timeout and
 // whether the wheel shortened it. Consumer only; pair with awake.
 func (w *wheel) sleepTimeout(timeout time.Duration) (time.Duration, bool) {
-	if w.count.Load() == 0 && timeout < 0 {
-		w.mu.Lock()
-		if w.count.Load() == 0 {
-			w.sleeping, w.sleepDue = true, math.MaxInt64
-			w.mu.Unlock()
-			return -1, false
-		}
-		w.mu.Unlock()
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	due := w.nextDue()
