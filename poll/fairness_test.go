@@ -8,16 +8,17 @@ package poll
 // call is one pass of pollOnce, and the passes alternate which kind goes
 // first (p.userFirst flips on every pass):
 //
-//   - user-first: the readiness queue is drained into the buffer (FIFO; the
-//     level nodes reported are linked back at the tail at the end of the
-//     call), then the selector fills whatever room is left;
+//   - user-first: the held list is reported into the buffer (a FIFO: nodes
+//     newly linked through the readiness queue join at its back, and every
+//     node looked at goes to the back), then the selector fills whatever
+//     room is left;
 //   - descriptor-first: the selector is asked for as many events as the
 //     buffer holds, then the queue fills whatever room is left.
 //
 // So in any two consecutive calls each kind is offered at least
 // min(cap, N) slots, where N is the number of ready sources of that kind,
-// and each kind rotates: the readiness queue is FIFO with reported level
-// nodes re-appended, and the kernel's ready list rotates the same way
+// and each kind rotates: the held list is a FIFO in which idle nodes take
+// no slot, and the kernel's ready list rotates the same way
 // (epoll re-appends a reported level-triggered descriptor at the tail of
 // its ready list; the poll(2) backend must rotate too, or it starves
 // descriptors). Hence every ready source is reported at least once in every

@@ -33,7 +33,7 @@ type Poll struct {
 
 	pollMu    sync.Mutex
 	sysBuf    []sysEvent // consumer
-	requeue   []*regNode // consumer: level nodes to re-queue after this call
+	held      nodeRing   // consumer: linked Registrations it holds (held.go)
 	epoch     uint64     // consumer: number of the current Poll call
 	userFirst bool       // consumer: which kind of source goes first
 	userBusy  bool       // consumer: the last call delivered Registration events
@@ -124,7 +124,7 @@ func (p *Poll) Close() error {
 	defer p.regMu.Unlock()
 	p.fds.reset()
 	p.wheel.close()
-	p.requeue = nil
+	p.held.reset()
 	return p.sel.Close()
 }
 

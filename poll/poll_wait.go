@@ -72,11 +72,14 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (busy bool
 	}
 	var w wakeup
 	if !ev.full() {
-		if ev.Len() == 0 && !busy && timeout != 0 && spin && p.spinForQueue(timeout) {
-			busy = true // something arrived: do not block
+		if ev.Len() == 0 && !busy && timeout != 0 {
+			// About to block: producers must link and wake for every
+			// node again, unless a held one has something to report.
+			if p.releaseHeld() || spin && p.spinForQueue(timeout) {
+				busy = true // something is there: do not block
+			}
 		}
 		if w, err = p.selectInto(ev, timeout, busy); err != nil {
-			p.requeueLevel()
 			return false, err
 		}
 		p.wheel.expire()
@@ -84,7 +87,6 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (busy bool
 	if p.drainQueue(ev) {
 		busy = true
 	}
-	p.requeueLevel()
 	if w.slept {
 		switch {
 		case w.timed:
@@ -149,73 +151,33 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) (w wakeu
 	return w, nil
 }
 
-// drainQueue moves ready Registrations into ev until it is full or the queue
-// is empty. It reports whether the queue was caught mid-link.
+// drainQueue hands newly linked Registrations to the held list and reports
+// held nodes into ev until it is full or each has been looked at once in
+// this pass. It reports whether the queue was caught mid-link.
 func (p *Poll) drainQueue(ev *Events) (busy bool) {
-	before := ev.Len()
-	for !ev.full() {
+	if ev.full() {
+		return false
+	}
+	for {
 		n, b := p.queue.pop()
 		if n == nil {
 			busy = b
 			break
 		}
-		p.deliverNode(n, ev)
+		n.idle = 0
+		p.held.push(n)
+	}
+	before := ev.Len()
+	for k := p.held.len(); k > 0 && !ev.full(); k-- {
+		n := p.held.pop()
+		if p.visit(n, ev) {
+			p.held.push(n)
+		}
 	}
 	if d := ev.Len() - before; d > 0 {
 		p.stats.userEvents.Add(uint64(d))
 	}
 	return busy
-}
-
-// deliverNode reports n if it is ready for its interest; see the invariants
-// in readiness_queue.go.
-func (p *Poll) deliverNode(n *regNode, ev *Events) {
-	if n.epoch == p.epoch {
-		// Already reported in this call and set again since: next call.
-		p.requeue = append(p.requeue, n)
-		return
-	}
-	for {
-		old := n.state.Load()
-		ready := stPending(old)
-		if old&(stDropped|stRegistered) != stRegistered || ready == 0 {
-			if n.state.CompareAndSwap(old, old&^stQueued) {
-				return
-			}
-			continue
-		}
-		opts := stOpts(old)
-		slot := stTokWrite(old)
-		s := old&^(stTokMask<<stTokReadShift) | slot<<stTokReadShift
-		level := false
-		switch {
-		case opts.IsOneshot():
-			s = stWithInterest(s, 0, opts) &^ stQueued
-		case opts.IsLevel():
-			level = true // stays queued: linked back after this call
-		default:
-			s &^= stQueued
-		}
-		if !n.state.CompareAndSwap(old, s) {
-			continue
-		}
-		n.epoch = p.epoch
-		ev.push(Token(n.tokens[slot].Load()), ready)
-		p.userBusy = true
-		if level {
-			p.requeue = append(p.requeue, n)
-		}
-		return
-	}
-}
-
-// requeueLevel links back the nodes kept queued during this call.
-func (p *Poll) requeueLevel() {
-	for i, n := range p.requeue {
-		p.queue.link(n)
-		p.requeue[i] = nil
-	}
-	p.requeue = p.requeue[:0]
 }
 
 // spinForQueue watches the readiness queue for up to spinWait (never longer

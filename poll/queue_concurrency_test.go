@@ -267,7 +267,7 @@ func TestQueueConcurrentPollers(t *testing.T) {
 // and closed by producer goroutines while one goroutine polls. No panic; no
 // event for a token never registered; no event from a Poll call that
 // started after the Registration's Close returned (rule 7); and afterwards
-// the Poll holds no Registration: the queue, the wheel and the re-queue list
+// the Poll holds no Registration: the queue, the wheel and the held list
 // are empty.
 func TestQueueChurn(t *testing.T) {
 	const producers, perProducer = 4, 12500
@@ -381,7 +381,7 @@ func TestQueueChurn(t *testing.T) {
 }
 
 // requireQueueEmpty checks that p holds no Registration: its readiness
-// queue is empty (only the stub), nothing waits to be re-queued and the
+// queue is empty (only the stub), the consumer holds no node and the
 // timing wheel has no entry. Call it with no Poll in progress.
 func requireQueueEmpty(t testing.TB, p *Poll) {
 	t.Helper()
@@ -390,7 +390,7 @@ func requireQueueEmpty(t testing.TB, p *Poll) {
 	q := &p.queue
 	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
 		"readiness queue still holds nodes")
-	require.Empty(t, p.requeue, "re-queue list not empty")
+	require.Zero(t, p.held.len(), "held list not empty")
 	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
 	p.wheel.mu.Lock()
 	defer p.wheel.mu.Unlock()

@@ -6,35 +6,45 @@ import (
 
 // The readiness queue carries Registrations that may have become ready from
 // producer goroutines (SetReadiness, from anywhere) to the one consumer (the
-// goroutine inside Poll, serialised by pollMu).
+// goroutine inside Poll, serialised by pollMu). The consumer moves every
+// node it unlinks into its held list (held.go) and keeps it there, still
+// queued, for as long as it is in use.
 //
 // Node state. Each Registration has one regNode whose shared state is one
-// atomic word (see state bits below): readiness, interest, mode, and the
-// flags queued, registered and dropped. Every change is a CAS loop on that
-// word, so each transition sees and produces a consistent whole.
+// atomic word (see state bits in registration.go): readiness, interest,
+// mode, and the flags queued, fired, registered and dropped. Every change is
+// a CAS loop on that word, so each transition sees and produces a consistent
+// whole. "Linked" below means: in the readiness queue or in the held list.
 //
 // Invariants:
 //
-//  1. A node is in the queue at most once. It is linked in only by the
-//     goroutine whose CAS set "queued" (a producer, or Register), or by the
-//     consumer re-queueing a node whose "queued" it kept set. Only the
-//     consumer clears "queued", and only for a node it has just unlinked.
-//     Hence no double insertion and no double unlink (mio's list corruption).
-//  2. queued is set whenever readiness&interest is non-zero on a registered
-//     node, except between the consumer's CAS that delivers an event and the
-//     next SetReadiness. A producer that adds readiness to a registered node
-//     either finds queued already set (the consumer will look at the node
-//     again and see the new bits: its CAS reads the word after ours) or sets
-//     it and links the node. No readiness is lost between dequeue and re-arm.
-//  3. The consumer decides what to report with one CAS over the whole word:
-//     the event it reports (readiness&interest), the disarm of oneshot (the
-//     interest cleared) and the clear of queued happen together, so a
-//     concurrent SetReadiness either is included or re-queues the node.
-//  4. Level nodes that were reported keep queued set and are linked back at
-//     the end of the Poll call, so an always-ready level node is reported on
-//     every call and never twice in one. A node unlinked a second time in one
-//     call (an edge node set again meanwhile) waits for the next call, which
-//     keeps "at most one event per token per Poll".
+//  1. queued is set exactly while the node is linked, and a node is linked
+//     at most once. It is linked into the queue only by the goroutine whose
+//     CAS set queued (a producer, or Register/Reregister); the consumer
+//     moves it from the queue to the held list, and only the consumer clears
+//     queued, for a node it then drops from the held list. Hence no double
+//     insertion and no double unlink (mio's list corruption).
+//  2. fired is set by every SetReadiness that sets a bit of the interest
+//     (an edge), and by a Register or Reregister that finds the node ready
+//     for its new interest (rule 5); it is cleared by the consumer's CAS
+//     that reports the node, and when the consumer unlinks it. A producer
+//     that fires a node either finds queued already set (the node is linked,
+//     the consumer looks at it again and its CAS reads the word after ours)
+//     or sets queued itself and links the node. No readiness is lost between
+//     a report and the next edge.
+//  3. The consumer decides with one CAS over the whole word: the event it
+//     reports (readiness&interest), the clear of fired, the disarm of
+//     oneshot (interest cleared, and the node unlinked) happen together; the
+//     unlink of an idle node is a CAS that expects fired clear. A concurrent
+//     SetReadiness is either included or seen by the consumer's next look.
+//  4. The consumer looks at every held node at least once per pass over the
+//     held list (a FIFO: looked-at nodes go to its back), and before it
+//     blocks it unlinks every held node that has nothing to report; if one
+//     has, it does not block. So a producer that fires a held node is never
+//     left without a consumer that will look, although it writes no waker.
+//     A level node is reported whenever it is ready; an edge node whenever
+//     it has fired. A node reported in the current Poll call waits for the
+//     next (its epoch), which keeps "at most one event per token per Poll".
 //  5. dropped (Registration.Close) and !registered (Deregister) nodes that
 //     are still linked are unlinked and forgotten by the consumer; the GC
 //     reclaims them once unreachable, so there is no reference count to get

@@ -41,6 +41,11 @@ const (
 	stTokWriteShift = 27
 	stTokReadShift  = 29
 	stTokMask       = uint64(3)
+	// stFired: a SetReadiness (or a Reregister, rule 5) made the node
+	// ready for its interest since the consumer last reported it. It is
+	// what makes an edge for a node that stays queued (held by the
+	// consumer, see held.go); level nodes report whenever they are ready.
+	stFired = uint64(1) << 31
 )
 
 func stTokWrite(s uint64) uint64 { return s >> stTokWriteShift & stTokMask }
@@ -72,7 +77,9 @@ type regNode struct {
 
 	mu sync.Mutex // serialises Register, Reregister, Deregister and Close
 
-	epoch uint64 // consumer: the Poll call that last reported this node
+	epoch  uint64 // consumer: the Poll call that last reported this node
+	idle   uint8  // consumer: passes in a row it was held with nothing to report
+	looked uint64 // consumer: the last pass that counted it idle
 
 	delay    wheelEntry // delayed readiness; guarded by the wheel's mutex
 	delayed  Ready      // what to set when delay fires; wheel's mutex
@@ -237,7 +244,11 @@ func (n *regNode) arm(p *Poll, t Token, interest Ready, opts PollOpt) error {
 		old := n.state.Load()
 		s := stWithInterest(old, interest, opts) | stRegistered
 		s = s&^(stTokMask<<stTokWriteShift) | slot<<stTokWriteShift
-		enqueue := s&stQueued == 0 && stPending(s) != 0
+		s &^= stFired
+		if stPending(s) != 0 {
+			s |= stFired
+		}
+		enqueue := s&stQueued == 0 && s&stFired != 0
 		if enqueue {
 			s |= stQueued
 		}
@@ -275,9 +286,11 @@ func (n *regNode) set(r Ready) error {
 			return ErrClosed
 		}
 		s := old | uint64(r)<<stReadyShift
-		// Only bits of the interest make an edge; for a level node that is
-		// not queued nothing was pending, so this is the same test.
-		enqueue := old&stQueued == 0 && old&stRegistered != 0 && r&stInterest(old) != 0
+		// Only bits of the interest make an edge.
+		if old&stRegistered != 0 && r&stInterest(old) != 0 {
+			s |= stFired
+		}
+		enqueue := old&stQueued == 0 && s&stFired != 0
 		if enqueue {
 			s |= stQueued
 		}

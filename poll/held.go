@@ -1,0 +1,145 @@
+package poll
+
+// The consumer's held list: Registrations that are linked (their state has
+// stQueued set) but sit in a ring owned by the consumer instead of in the
+// readiness queue. Every node the readiness queue hands over goes here, and
+// a node the consumer has just reported stays here for a few more Poll
+// calls, still marked queued. A producer that makes a held node ready again
+// sees queued set and only sets stFired in the state word: no exchange on
+// the queue's head, no link store into another node, and no wake-up, which
+// are the costly, cache-line-bouncing part of a push. The consumer looks at
+// every held node on each call, so nothing set on it is missed, and before
+// it blocks it releases every held node (clears queued), so that a later
+// SetReadiness links the node and wakes it again. See the invariants in
+// readiness_queue.go.
+
+// heldIdleScans is how many passes of the consumer in a row (Poll calls,
+// unless a call has to retry) a held node may be found with nothing to
+// report before the consumer releases it. A node in steady
+// use is set again within a few calls and so never pays a push; an idle one
+// costs the consumer this many looks at its state word before it leaves.
+const heldIdleScans = 8
+
+// nodeRing is a FIFO of nodes, grown by doubling. Consumer only.
+type nodeRing struct {
+	buf  []*regNode
+	head int
+	n    int
+}
+
+func (r *nodeRing) len() int { return r.n }
+
+func (r *nodeRing) push(n *regNode) {
+	if r.n == len(r.buf) {
+		r.grow()
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = n
+	r.n++
+}
+
+func (r *nodeRing) pop() *regNode {
+	n := r.buf[r.head]
+	r.buf[r.head] = nil // let the GC have nodes that are dropped
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return n
+}
+
+func (r *nodeRing) grow() {
+	size := 2 * len(r.buf)
+	if size == 0 {
+		size = 64
+	}
+	buf := make([]*regNode, size)
+	for i := range r.n {
+		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	}
+	r.buf, r.head = buf, 0
+}
+
+// reset forgets every node (Poll.Close).
+func (r *nodeRing) reset() { *r = nodeRing{} }
+
+// stDeliverable reports whether a node in state s has an event to report:
+// registered, ready for its interest, and either fired since the last
+// report (edge) or level-triggered.
+func stDeliverable(s uint64) bool {
+	if s&(stDropped|stRegistered) != stRegistered || stPending(s) == 0 {
+		return false
+	}
+	return s&stFired != 0 || stOpts(s).IsLevel()
+}
+
+// visit looks at a held node once in this Poll call: it reports it when it
+// is deliverable, and otherwise counts an idle look, releasing it after
+// heldIdleScans of them. It returns whether the node stays held.
+func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
+	if n.epoch == p.epoch {
+		// Reported in this call already (at most one event per token per
+		// call): looked at again in the next one.
+		return true
+	}
+	for {
+		old := n.state.Load()
+		if old&(stDropped|stRegistered) != stRegistered {
+			// Closed or deregistered: unlinked and forgotten (invariant 5).
+			if n.state.CompareAndSwap(old, old&^(stQueued|stFired)) {
+				return false
+			}
+			continue
+		}
+		if !stDeliverable(old) {
+			if n.looked != p.epoch { // one idle look per pass, however many drains
+				n.looked = p.epoch
+				n.idle++
+			}
+			if n.idle < heldIdleScans {
+				return true
+			}
+			if n.state.CompareAndSwap(old, old&^(stQueued|stFired)) {
+				return false
+			}
+			continue
+		}
+		ready := stPending(old)
+		opts := stOpts(old)
+		slot := stTokWrite(old)
+		s := old&^(stTokMask<<stTokReadShift|stFired) | slot<<stTokReadShift
+		oneshot := opts.IsOneshot()
+		if oneshot {
+			s = stWithInterest(s, 0, opts) &^ stQueued
+		}
+		if !n.state.CompareAndSwap(old, s) {
+			continue
+		}
+		n.epoch = p.epoch
+		n.idle = 0
+		ev.push(Token(n.tokens[slot].Load()), ready)
+		p.userBusy = true
+		return !oneshot
+	}
+}
+
+// releaseHeld is called before the consumer may block: it releases every
+// held node that has nothing to report, so that producers link it and wake
+// the consumer again. It returns whether a held node is deliverable, in
+// which case the consumer must not block (the node is reported by the
+// drain that follows the select).
+func (p *Poll) releaseHeld() (ready bool) {
+	for k := p.held.len(); k > 0; k-- {
+		n := p.held.pop()
+		for {
+			old := n.state.Load()
+			if stDeliverable(old) {
+				p.held.push(n)
+				ready = true
+				break
+			}
+			if n.state.CompareAndSwap(old, old&^(stQueued|stFired)) {
+				n.idle = 0
+				break
+			}
+		}
+	}
+	return ready
+}

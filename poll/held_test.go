@@ -1,0 +1,205 @@
+package poll
+
+// White-box tests of the consumer's held list (held.go): a reported node
+// stays linked and is reported again without a push; an idle one is let go
+// after heldIdleScans calls; nothing is held while the consumer blocks; and
+// the ring keeps its order across growth.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// heldState reports whether n is held by p's consumer and its state word.
+// Call it with no Poll in progress.
+func heldState(p *Poll, n *regNode) (held bool, state uint64) {
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	for i := range p.held.len() {
+		if p.held.buf[(p.held.head+i)&(len(p.held.buf)-1)] == n {
+			held = true
+		}
+	}
+	return held, n.state.Load()
+}
+
+func TestHeldNodeReportedAgainWithoutPush(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		forModes(t, []string{"Edge", "Level"}, func(t *testing.T, opts PollOpt) {
+			p := newPoll(t)
+			ev := NewEvents(4)
+			r, s := newRegistered(t, p, 1, Readable, opts)
+			require.NoError(t, s.SetReadiness(Readable))
+			requireNext(t, p, ev, 1, Readable)
+
+			held, st := heldState(p, r.n)
+			require.True(t, held, "a reported node stays held")
+			require.NotZero(t, st&stQueued, "a held node stays queued")
+			require.Zero(t, st&stFired, "reporting clears fired")
+
+			// Setting it again while held links nothing into the queue:
+			// the consumer finds it by looking at the held list.
+			require.NoError(t, s.SetReadiness(Readable))
+			require.False(t, p.queue.pending(), "a held node was pushed")
+			require.NotZero(t, r.n.state.Load()&stFired)
+			requireNext(t, p, ev, 1, Readable)
+		})
+	})
+}
+
+func TestHeldNodeReleasedWhenIdle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		p := newPoll(t)
+		ev := NewEvents(4)
+		r, s := newRegistered(t, p, 1, Readable, Edge)
+		require.NoError(t, s.SetReadiness(Readable))
+		requireNext(t, p, ev, 1, Readable)
+
+		// Polls that do not block leave it held for heldIdleScans calls,
+		// then let it go.
+		for i := range heldIdleScans {
+			held, _ := heldState(p, r.n)
+			require.True(t, held, "released after %d idle calls, want %d", i, heldIdleScans)
+			require.Empty(t, pollEvents(t, p, ev, 0))
+		}
+		held, st := heldState(p, r.n)
+		require.False(t, held, "still held after %d idle calls", heldIdleScans)
+		require.Zero(t, st&(stQueued|stFired), "released node still marked queued or fired")
+
+		// Released, it is linked again by the next edge.
+		require.NoError(t, s.SetReadiness(Readable))
+		require.True(t, p.queue.pending(), "edge on a released node was not pushed")
+		requireNext(t, p, ev, 1, Readable)
+	})
+}
+
+func TestHeldNodesReleasedBeforeBlocking(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		p := newPoll(t)
+		ev := NewEvents(4)
+		r, s := newRegistered(t, p, 1, Readable, Edge)
+		require.NoError(t, s.SetReadiness(Readable))
+		requireNext(t, p, ev, 1, Readable)
+
+		// A call that may block first releases what it holds: a
+		// producer that sets the node later must find it unlinked, link
+		// it and wake the Poll.
+		res := pollAsync(p, ev, eventWait)
+		require.True(t, waitAsleep(p), "Poll did not go to sleep")
+		require.Zero(t, r.n.state.Load()&stQueued, "node still queued while the consumer sleeps")
+		w := p.Stats().WakerWrites
+		require.NoError(t, s.SetReadiness(Readable))
+		got := <-res
+		require.NoError(t, got.err)
+		require.Equal(t, []Event{{Token: 1, Ready: Readable}}, got.evs)
+		require.Greater(t, p.Stats().WakerWrites, w, "the sleeping Poll was not woken by a write")
+	})
+}
+
+func TestHeldNodeFiredBeforeBlockingIsReported(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		p := newPoll(t)
+		ev := NewEvents(1)
+		_, s1 := newRegistered(t, p, 1, Readable, Edge)
+		_, s2 := newRegistered(t, p, 2, Readable, Edge)
+		require.NoError(t, s1.SetReadiness(Readable))
+		require.NoError(t, s2.SetReadiness(Readable))
+		// A buffer of one: token 1 now, token 2 held and fired.
+		requireNext(t, p, ev, 1, Readable)
+		// Set token 1 again while held: a blocking call must report both
+		// in turn, never sleep on them.
+		require.NoError(t, s1.SetReadiness(Readable))
+		start := time.Now()
+		a := pollEvents(t, p, ev, eventWait)
+		b := pollEvents(t, p, ev, eventWait)
+		require.Less(t, time.Since(start), eventWait/2, "a blocking Poll slept on held, fired nodes")
+		require.ElementsMatch(t, []Event{{Token: 2, Ready: Readable}, {Token: 1, Ready: Readable}}, append(a, b...))
+	})
+}
+
+func TestHeldNodeDeregisteredAndReregistered(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		p := newPoll(t)
+		ev := NewEvents(4)
+		r, s := newRegistered(t, p, 1, Readable|Writable, Edge)
+		require.NoError(t, s.SetReadiness(Readable))
+		requireNext(t, p, ev, 1, Readable)
+
+		// Deregistered while held: never reported, and let go by the next
+		// call.
+		require.NoError(t, p.Deregister(r))
+		require.NoError(t, s.SetReadiness(Readable))
+		require.Empty(t, pollEvents(t, p, ev, 0))
+		held, st := heldState(p, r.n)
+		require.False(t, held, "a deregistered node is still held")
+		require.Zero(t, st&stQueued)
+
+		// Registered again while ready: reported at once under the new
+		// token (rule 5), whether or not the consumer still holds it.
+		require.NoError(t, p.Register(r, 2, Readable, Edge))
+		requireNext(t, p, ev, 2, Readable)
+		held, _ = heldState(p, r.n)
+		require.True(t, held)
+		require.NoError(t, p.Reregister(r, 3, Writable, Edge))
+		require.Empty(t, pollEvents(t, p, ev, 0), "not ready for the new interest")
+		require.NoError(t, s.SetReadiness(Writable))
+		requireNext(t, p, ev, 3, Writable)
+		require.NoError(t, p.Reregister(r, 4, Readable|Writable, Edge))
+		requireNext(t, p, ev, 4, Readable|Writable)
+	})
+}
+
+func TestHeldNodeClosedIsForgotten(t *testing.T) {
+	p := newPollConfig(t, Config{})
+	ev := NewEvents(4)
+	r, s := newRegistered(t, p, 1, Readable, Level)
+	require.NoError(t, s.SetReadiness(Readable))
+	requireNext(t, p, ev, 1, Readable)
+	require.NoError(t, r.Close())
+	require.Empty(t, pollEvents(t, p, ev, 0), "a closed node was reported")
+	held, _ := heldState(p, r.n)
+	require.False(t, held, "a closed node is still held")
+	requireQueueEmpty(t, p)
+}
+
+// TestNodeRing checks the ring against a slice under any sequence of pushes
+// and pops, across growth and wrap-around.
+func TestNodeRing(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var r nodeRing
+		var model []*regNode
+		nodes := make([]regNode, 300)
+		next := 0
+		t.Repeat(map[string]func(*rapid.T){
+			"push": func(t *rapid.T) {
+				for range rapid.IntRange(1, 40).Draw(t, "pushes") {
+					if next == len(nodes) {
+						t.Skip("out of nodes")
+					}
+					r.push(&nodes[next])
+					model = append(model, &nodes[next])
+					next++
+				}
+			},
+			"pop": func(t *rapid.T) {
+				for range rapid.IntRange(1, 40).Draw(t, "pops") {
+					if len(model) == 0 {
+						return
+					}
+					if got := r.pop(); got != model[0] {
+						t.Fatalf("pop: got node %p, want %p", got, model[0])
+					}
+					model = model[1:]
+				}
+			},
+			"": func(t *rapid.T) {
+				if r.len() != len(model) {
+					t.Fatalf("len %d, want %d", r.len(), len(model))
+				}
+			},
+		})
+	})
+}
