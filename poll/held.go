@@ -60,6 +60,17 @@ func (r *nodeRing) grow() {
 // reset forgets every node (Poll.Close).
 func (r *nodeRing) reset() { *r = nodeRing{} }
 
+// heldKeep is the largest ring kept while it is empty: a burst that once
+// held many nodes does not pin its memory for the Poll's lifetime.
+const heldKeep = 1024
+
+// trim drops the ring's buffer if it is empty and larger than heldKeep.
+func (r *nodeRing) trim() {
+	if r.n == 0 && len(r.buf) > heldKeep {
+		*r = nodeRing{}
+	}
+}
+
 // stDeliverable reports whether a node in state s has an event to report:
 // registered, ready for its interest, and either fired since the last
 // report (edge) or level-triggered.
@@ -141,5 +152,6 @@ func (p *Poll) releaseHeld() (ready bool) {
 			}
 		}
 	}
+	p.held.trim()
 	return ready
 }

@@ -165,6 +165,30 @@ func TestHeldNodeClosedIsForgotten(t *testing.T) {
 	requireQueueEmpty(t, p)
 }
 
+// TestHeldRingTrimmed: after a burst that held many nodes, a Poll that goes
+// to sleep with nothing held gives the ring's memory back.
+func TestHeldRingTrimmed(t *testing.T) {
+	p := newPollConfig(t, Config{})
+	const regs = 3 * heldKeep
+	ev := NewEvents(regs)
+	sets := make([]*SetReadiness, regs)
+	for i := range sets {
+		_, sets[i] = newRegistered(t, p, Token(i), Readable, Edge)
+		require.NoError(t, sets[i].SetReadiness(Readable))
+	}
+	require.Len(t, pollEvents(t, p, ev, 0), regs)
+	p.pollMu.Lock()
+	grown := len(p.held.buf)
+	p.pollMu.Unlock()
+	require.Greater(t, grown, heldKeep, "the ring did not grow to hold the burst")
+
+	require.Empty(t, pollEvents(t, p, ev, time.Millisecond)) // releases all, then sleeps
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	require.Zero(t, p.held.len())
+	require.LessOrEqual(t, len(p.held.buf), heldKeep, "an empty ring kept its memory")
+}
+
 // TestNodeRing checks the ring against a slice under any sequence of pushes
 // and pops, across growth and wrap-around.
 func TestNodeRing(t *testing.T) {
