@@ -13,7 +13,7 @@ package poll
 //     node looked at goes to the back), then the selector fills whatever
 //     room is left;
 //   - descriptor-first: the selector is asked for as many events as the
-//     buffer holds, then the queue fills whatever room is left.
+//     buffer holds, then the held list fills whatever room is left.
 //
 // So in any two consecutive calls each kind is offered at least
 // min(cap, N) slots, where N is the number of ready sources of that kind,

@@ -7,11 +7,13 @@ package poll
 // calls, still marked queued. A producer that makes a held node ready again
 // sees queued set and only sets stFired in the state word: no exchange on
 // the queue's head, no link store into another node, and no wake-up, which
-// are the costly, cache-line-bouncing part of a push. The consumer looks at
-// every held node on each call, so nothing set on it is missed, and before
-// it blocks it releases every held node (clears queued), so that a later
-// SetReadiness links the node and wakes it again. See the invariants in
-// readiness_queue.go.
+// are the costly, cache-line-bouncing part of a push. The consumer goes
+// round the held list in FIFO order, so nothing set on a held node is
+// missed, and before it blocks it releases every held node (clears queued),
+// so that a later SetReadiness links the node and wakes it again. See the
+// invariants in readiness_queue.go. The gain is for a consumer that keeps
+// busy: one that blocks between events releases everything each time, and
+// producers push as before.
 
 // heldIdleScans is how many passes of the consumer in a row (Poll calls,
 // unless a call has to retry) a held node may be found with nothing to
@@ -61,7 +63,9 @@ func (r *nodeRing) grow() {
 func (r *nodeRing) reset() { *r = nodeRing{} }
 
 // heldKeep is the largest ring kept while it is empty: a burst that once
-// held many nodes does not pin its memory for the Poll's lifetime.
+// held many nodes does not pin its memory for the Poll's lifetime. (A Poll
+// that never blocks never trims; its ring stays the size of its largest
+// burst of linked Registrations.)
 const heldKeep = 1024
 
 // trim drops the ring's buffer if it is empty and larger than heldKeep.
@@ -86,8 +90,8 @@ func stDeliverable(s uint64) bool {
 // heldIdleScans of them. It returns whether the node stays held.
 func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 	if n.epoch == p.epoch {
-		// Reported in this call already (at most one event per token per
-		// call): looked at again in the next one.
+		// Reported in this pass already (at most one event per token per
+		// call, see invariant 4): looked at again in the next one.
 		return true
 	}
 	for {

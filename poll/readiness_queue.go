@@ -23,28 +23,37 @@ import (
 //     CAS set queued (a producer, or Register/Reregister); the consumer
 //     moves it from the queue to the held list, and only the consumer clears
 //     queued, for a node it then drops from the held list. Hence no double
-//     insertion and no double unlink (mio's list corruption).
+//     insertion and no double unlink (mio's list corruption). (Poll.Close
+//     forgets the held list with queued still set: producers do nothing
+//     after Close, so nobody links those nodes again.)
 //  2. fired is set by every SetReadiness that sets a bit of the interest
 //     (an edge), and by a Register or Reregister that finds the node ready
-//     for its new interest (rule 5); it is cleared by the consumer's CAS
-//     that reports the node, and when the consumer unlinks it. A producer
-//     that fires a node either finds queued already set (the node is linked,
-//     the consumer looks at it again and its CAS reads the word after ours)
-//     or sets queued itself and links the node. No readiness is lost between
-//     a report and the next edge.
+//     for its new interest (rule 5; one that does not, clears it). The
+//     consumer clears it in the CAS that reports the node and in the one
+//     that unlinks it. UnsetReadiness leaves it, which is harmless: a node
+//     is reported only while something is pending, and pending comes back
+//     only through SetReadiness (a new edge) or Register/Reregister (which
+//     recompute fired). A producer that fires a node either finds queued
+//     already set (the node is linked, the consumer looks at it again and
+//     its CAS reads the word after ours) or sets queued itself and links the
+//     node. No readiness is lost between a report and the next edge.
 //  3. The consumer decides with one CAS over the whole word: the event it
 //     reports (readiness&interest), the clear of fired, the disarm of
 //     oneshot (interest cleared, and the node unlinked) happen together; the
-//     unlink of an idle node is a CAS that expects fired clear. A concurrent
-//     SetReadiness is either included or seen by the consumer's next look.
-//  4. The consumer looks at every held node at least once per pass over the
-//     held list (a FIFO: looked-at nodes go to its back), and before it
-//     blocks it unlinks every held node that has nothing to report; if one
-//     has, it does not block. So a producer that fires a held node is never
-//     left without a consumer that will look, although it writes no waker.
-//     A level node is reported whenever it is ready; an edge node whenever
-//     it has fired. A node reported in the current Poll call waits for the
-//     next (its epoch), which keeps "at most one event per token per Poll".
+//     unlink of a node expects a word with nothing to report. A concurrent
+//     SetReadiness either is included or makes the CAS fail and is seen
+//     when the consumer reads the word again.
+//  4. No blocking without a look: a pass that may block first releases
+//     every held node that has nothing to report (releaseHeld), and does
+//     not block if one has something. Between blocks the held list is a
+//     FIFO (a node looked at goes to its back; idle nodes take no room in
+//     ev), so a fired held node is reported within a bounded number of
+//     calls. Hence a producer that fires a held node needs no waker write:
+//     the consumer is not blocked, and looks before it blocks. A level node
+//     is reported whenever it is ready, an edge node whenever it has fired.
+//     A node reported in the current pass waits for the next (its epoch);
+//     a pass that reports anything ends the Poll call, so this keeps "at
+//     most one event per token per Poll call".
 //  5. dropped (Registration.Close) and !registered (Deregister) nodes that
 //     are still linked are unlinked and forgotten by the consumer; the GC
 //     reclaims them once unreachable, so there is no reference count to get
