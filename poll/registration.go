@@ -77,7 +77,7 @@ type regNode struct {
 
 	mu sync.Mutex // serialises Register, Reregister, Deregister and Close
 
-	epoch  uint64 // consumer: the Poll call that last reported this node
+	epoch  uint64 // consumer: the pass (Poll.epoch) that last reported this node
 	idle   uint8  // consumer: passes in a row it was held with nothing to report
 	looked uint64 // consumer: the last pass that counted it idle
 
