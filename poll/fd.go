@@ -42,6 +42,26 @@ func (fd Fd) Deregister(p *Poll) error {
 	return p.deregisterFd(int(fd))
 }
 
+// Rearm tells p that an operation on fd for the readiness in r (Readable,
+// Writable or both) has just returned EAGAIN. Under Edge, portable code calls
+// it after every EAGAIN: where the kernel triggers edges natively (epoll,
+// kqueue) it costs nothing, and where the backend emulates edge (poll(2)) the
+// reported condition stays out of the poll set until it is re-armed, so that
+// an edge is reported once rather than on every Poll. The socket package's
+// types call it themselves. Reregister re-arms everything as well.
+func (fd Fd) Rearm(p *Poll, r Ready) error {
+	if p == nil {
+		return errNilPoll
+	}
+	return p.rearmFd(int(fd), r)
+}
+
+// rearmFd is a placeholder until the poll(2) backend's exact edge lands.
+func (p *Poll) rearmFd(fd int, r Ready) error {
+	_, _ = fd, r
+	return nil
+}
+
 // fdReg is the Poll's record of one registered descriptor.
 type fdReg struct {
 	token      Token
