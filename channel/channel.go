@@ -1,0 +1,343 @@
+package channel
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Readiness accounting. The Receiver's Registration carries one bit that
+// matters, R (Readable). "Available" below means: in the Receiver's stash
+// (the one value it has popped ahead) or returned by the queue's next Pop.
+// Every variable named here is a sync/atomic value or is guarded by the
+// Receiver's mutex (the stash), and Go's atomics are sequentially
+// consistent, so the two-sided checks below are Dekker's: of two goroutines
+// that each write one variable and then read the other's, at least one
+// sees the other's write.
+//
+//  S. A Send makes its value visible (Push returns, or the slot is
+//     published), then reads R and, if it is clear, sets it. A Send never
+//     clears R.
+//  C. The Receiver clears R only when nothing is available: its stash is
+//     empty and a Pop found nothing (TryRecv pops one value ahead, so this
+//     is also the case just after it returned the last value). After
+//     clearing R it pops once more (the re-check, into the stash) and sets
+//     R again if that found a value or the channel is finished (rule D).
+//  D. The last Sender to finish stores disconnected and then sets R (and
+//     Hup). The channel is finished when it is disconnected and no value is
+//     left or still coming (see Disconnection); from then on the Receiver
+//     keeps R set and TryRecv returns ErrDisconnected.
+//
+// Claim: a value is never left available with R clear and nobody about to
+// set it. Take the Receiver's clear X and its re-check K, and a value v
+// that K did not find. By Queue's promise, some Push Q was still in
+// progress when K looked (v's own, or a slower producer's ahead of it). Q's
+// Send reads R after Q returns, so after K, so after X: it finds R clear
+// and sets it, or finds it set by a SetReadiness made after X. Either way R
+// was set after X, and in edge mode every SetReadiness is an edge (poll:
+// "each call that sets a bit of the interest is a new edge"), so a later
+// Poll call reports the Receiver. The consumer then receives until ErrEmpty;
+// that either returns v or ends in a new clear and re-check, and the same
+// argument applies to them. It ends because Pushes end: once none is in
+// progress, Pop returns every value. This is what mio-extras' channel got
+// wrong: it counted pending values, and a receive that ran between a
+// sender's enqueue and its count update could make the counter and the
+// queue disagree, leaving a value queued with no readiness set.
+//
+// Disconnection. A Sender finishes when it is closed and no Clone of it
+// (nor, with a caller's Queue, no Send of it) is in progress: those calls
+// hold one of its operation counts (Sender.state), Close marks it closed,
+// and whoever brings a closed Sender to zero operations finishes it,
+// exactly once, by CAS. The channel's sender count drops when a Sender
+// finishes. ErrDisconnected must come only after the last value, also when
+// a Send races the Close of its own Sender:
+//
+//   - With the built-in queue, a Send reserves its slot, then reads
+//     disconnected; if it is set, it fills the slot with a skip mark
+//     (abort) instead of its value, returns ErrClosed and then applies
+//     rule S. The Receiver declares the channel finished when it reads
+//     disconnected, then finds nothing to pop and no slot reserved beyond
+//     its head (the queue's tail). A Send that read disconnected clear
+//     reserved before that, so before the Receiver read the tail: its slot
+//     counts, and the Receiver waits for it (ErrEmpty, with R clear, which
+//     that Send's rule S sets again). This costs a Send no atomic
+//     read-modify-write beyond the queue's own two.
+//   - With a caller's Queue, every Send holds an operation count, so all
+//     of them have returned when disconnected is stored, and a Pop made
+//     after reading it finds every value there is (Queue's promise).
+//
+// Capacity (bounded channels). count is the number of values reserved by
+// Sends and not yet returned by TryRecv (queued, in flight, or in the
+// stash); a Send reserves by CAS while count < capacity, before its Push,
+// and an aborted Send gives its unit back. A Send that finds no room and
+// is about to block (a sleeper), and a Sender waiting for Writable (a
+// wanter), are counted in waiting (under mu) and then look at count again;
+// TryRecv decrements count and then reads waiting, and if it is not zero
+// takes mu to signal one sleeper and make every wanter Writable. The
+// sleeper's second look happens with mu held until cond.Wait releases it,
+// so the signal cannot fall between that look and the Wait. Blocked Sends
+// sleep in cond.Wait: they never spin.
+//
+// A signalled sleeper stops counting as one at once (signalLocked), so
+// while it wakes up the Receiver frees room without taking mu for each
+// value, and the sleeper then finds room for many Sends, not one: a
+// producer that outruns the consumer is woken once per burst, not once
+// per value. A sleeper that reserves and sees room left passes the signal
+// on to the next sleeper, so no sleeper is left asleep beside free room.
+//
+// Writable (every Sender has its own Registration, because Senders may be
+// driven by different Polls). A Sender is Writable from its creation; it
+// clears Writable when one of its own Sends fills the channel or finds it
+// full, and is made Writable again when room appears (as a socket is
+// writable until a write returns EAGAIN). An unbounded channel's Senders
+// stay Writable. When the Receiver closes, every Sender is made
+// Writable|Hup, so a producer driven by a Poll learns of it.
+
+// core is what the Senders and the Receiver of one channel share.
+type core[T any] struct {
+	seg   *segQueue[T] // the default queue, called directly; nil if q is the user's
+	q     Queue[T]
+	rxSet *poll.SetReadiness
+
+	capacity int64 // 0: unbounded
+
+	// Written once each; read by every Send and by TryRecv.
+	rxClosed     atomic.Bool
+	disconnected atomic.Bool
+
+	_       cpu.CacheLinePad
+	count   atomic.Int64 // bounded: every Send and every TryRecv
+	_       cpu.CacheLinePad
+	waiting atomic.Int32 // sleepers + len(wanters); written under mu
+	_       cpu.CacheLinePad
+
+	senders  atomic.Int64 // Senders not yet finished
+	mu       sync.Mutex
+	cond     sync.Cond
+	sleepers int                     // Sends in cond.Wait not yet signalled; guarded by mu
+	wanters  []*Sender[T]            // waiting for Writable; guarded by mu
+	all      map[*Sender[T]]struct{} // every unfinished Sender; guarded by mu
+}
+
+// unboundedFree is how many recycled segments (of segSize values) an
+// unbounded channel keeps for reuse: a backlog up to about 1,000 values
+// moves without allocating; the memory of a larger burst goes back to the
+// GC once received.
+const unboundedFree = 16
+
+// New returns the two ends of an unbounded channel: Send never blocks and
+// never fails for lack of room.
+func New[T any]() (*Sender[T], *Receiver[T]) {
+	s, r, _ := newChannel[T](nil, 0)
+	return s, r
+}
+
+// NewBounded returns the two ends of a channel that holds at most capacity
+// values: Send blocks and TrySend returns ErrFull while it is full. A
+// capacity below 1 returns an error wrapping ErrInvalidArgument rather than
+// panicking (as make(chan T, -1) would) or picking a size the caller did
+// not ask for; there is no rendezvous channel of capacity 0.
+func NewBounded[T any](capacity int) (*Sender[T], *Receiver[T], error) {
+	if capacity < 1 {
+		return nil, nil, fmt.Errorf("%w: channel capacity %d (at least 1)", ErrInvalidArgument, capacity)
+	}
+	return newChannel[T](nil, capacity)
+}
+
+// NewWithQueue returns a channel that stores its values in q (see Queue for
+// what q must promise). A capacity of 0 leaves the channel unbounded, as
+// New; a positive one bounds it, as NewBounded. A nil q or a negative
+// capacity returns an error wrapping ErrInvalidArgument.
+func NewWithQueue[T any](q Queue[T], capacity int) (*Sender[T], *Receiver[T], error) {
+	if q == nil {
+		return nil, nil, fmt.Errorf("%w: nil channel.Queue", ErrInvalidArgument)
+	}
+	if capacity < 0 {
+		return nil, nil, fmt.Errorf("%w: channel capacity %d", ErrInvalidArgument, capacity)
+	}
+	return newChannel(q, capacity)
+}
+
+func newChannel[T any](q Queue[T], capacity int) (*Sender[T], *Receiver[T], error) {
+	c := &core[T]{q: q, capacity: int64(capacity), all: map[*Sender[T]]struct{}{}}
+	if q == nil {
+		// Keep enough recycled segments for a bounded channel's whole
+		// capacity, which fills and empties in bursts, and for
+		// unboundedFree segments of an unbounded one.
+		maxFree := unboundedFree
+		if capacity > 0 {
+			maxFree = capacity/segSize + 2
+		}
+		c.seg = newSegQueue[T](maxFree)
+		c.q = c.seg
+	}
+	c.cond.L = &c.mu
+	reg, set := poll.NewRegistration()
+	c.rxSet = set
+	r := &Receiver[T]{c: c, reg: reg}
+	c.senders.Store(1)
+	return c.newSender(), r, nil
+}
+
+// push queues v and applies rule S. With the built-in queue it aborts, and
+// returns ErrClosed, if the channel is disconnected (see Disconnection).
+func (c *core[T]) push(v T) error {
+	var err error
+	if c.seg != nil {
+		seg, k := c.seg.reserve()
+		if c.disconnected.Load() {
+			c.seg.abort(seg, k)
+			err = ErrClosed
+		} else {
+			c.seg.publish(seg, k, v)
+		}
+	} else {
+		c.q.Push(v)
+	}
+	if c.rxSet.Readiness()&poll.Readable == 0 {
+		_ = c.rxSet.SetReadiness(poll.Readable)
+	}
+	return err
+}
+
+// setR sets R unless it is set. Rule C's re-check and rule D use it.
+func (c *core[T]) setR() {
+	if c.rxSet.Readiness()&poll.Readable == 0 {
+		_ = c.rxSet.SetReadiness(poll.Readable)
+	}
+}
+
+// clearR clears R unless it is clear.
+func (c *core[T]) clearR() {
+	if c.rxSet.Readiness()&poll.Readable != 0 {
+		_ = c.rxSet.UnsetReadiness(poll.Readable)
+	}
+}
+
+// pop: Receiver's mutex held.
+func (c *core[T]) pop() (T, bool) {
+	if c.seg != nil {
+		return c.seg.Pop()
+	}
+	return c.q.Pop()
+}
+
+// reserve takes one unit of capacity if there is room, and reports whether
+// it filled the channel.
+func (c *core[T]) reserve() (ok, filled bool) {
+	for {
+		n := c.count.Load()
+		if n >= c.capacity {
+			return false, false
+		}
+		if c.count.CompareAndSwap(n, n+1) {
+			return true, n+1 == c.capacity
+		}
+	}
+}
+
+// release gives back the capacity of n values the Receiver returned.
+func (c *core[T]) release(n int) {
+	c.count.Add(-int64(n))
+	if c.waiting.Load() != 0 {
+		c.mu.Lock()
+		c.signalLocked()
+		c.notifyWantersLocked(poll.Writable)
+		c.mu.Unlock()
+	}
+}
+
+// signalLocked wakes one sleeper, if any, and stops counting it.
+func (c *core[T]) signalLocked() {
+	if c.sleepers > 0 {
+		c.sleepers--
+		c.waiting.Add(-1)
+		c.cond.Signal()
+	}
+}
+
+// passLocked passes a signal on after a sleeper reserved: if room is left,
+// the next sleeper may have some of it.
+func (c *core[T]) passLocked() {
+	if c.sleepers > 0 && c.count.Load() < c.capacity {
+		c.signalLocked()
+	}
+}
+
+// broadcastLocked wakes every sleeper (to look at a close).
+func (c *core[T]) broadcastLocked() {
+	c.waiting.Add(-int32(c.sleepers))
+	c.sleepers = 0
+	c.cond.Broadcast()
+}
+
+// notifyWantersLocked makes every waiting Sender ready and forgets them.
+func (c *core[T]) notifyWantersLocked(r poll.Ready) {
+	for i, s := range c.wanters {
+		_ = s.set.SetReadiness(r)
+		s.wanting = false
+		c.wanters[i] = nil
+	}
+	c.waiting.Add(-int32(len(c.wanters)))
+	c.wanters = c.wanters[:0]
+}
+
+// wantLocked puts s on the list of Senders waiting for Writable.
+func (c *core[T]) wantLocked(s *Sender[T]) {
+	if !s.wanting {
+		s.wanting = true
+		c.wanters = append(c.wanters, s)
+		c.waiting.Add(1)
+	}
+}
+
+// unwantLocked takes s off that list (s finished).
+func (c *core[T]) unwantLocked(s *Sender[T]) {
+	if !s.wanting {
+		return
+	}
+	s.wanting = false
+	for i, w := range c.wanters {
+		if w == s {
+			last := len(c.wanters) - 1
+			c.wanters[i] = c.wanters[last]
+			c.wanters[last] = nil
+			c.wanters = c.wanters[:last]
+			c.waiting.Add(-1)
+			return
+		}
+	}
+}
+
+// newSender makes a Sender handle; the caller has counted it in senders.
+func (c *core[T]) newSender() *Sender[T] {
+	reg, set := poll.NewRegistration()
+	s := &Sender[T]{c: c, reg: reg, set: set}
+	_ = set.SetReadiness(poll.Writable)
+	c.mu.Lock()
+	c.all[s] = struct{}{}
+	if c.rxClosed.Load() {
+		_ = set.SetReadiness(poll.Writable | poll.Hup)
+	}
+	c.mu.Unlock()
+	if c.capacity > 0 && c.count.Load() >= c.capacity {
+		s.noRoom()
+	}
+	return s
+}
+
+// closeReceiver wakes every blocked Send (they return ErrDisconnected) and
+// makes every Sender Writable|Hup. rxClosed is already set.
+func (c *core[T]) closeReceiver() {
+	c.mu.Lock()
+	c.broadcastLocked()
+	c.notifyWantersLocked(poll.Writable | poll.Hup)
+	for s := range c.all {
+		_ = s.set.SetReadiness(poll.Writable | poll.Hup)
+	}
+	c.mu.Unlock()
+}

@@ -1,0 +1,40 @@
+// Package channel is a multi-producer, single-consumer channel whose
+// Receiver is a poll.Evented: a program waits for channel values, sockets
+// and other sources with one Poll call, with no goroutine per channel and
+// no system call per message.
+//
+// New and NewBounded return a Sender and a Receiver. Senders may be used
+// from any goroutine and cloned; the Receiver is registered with a Poll and
+// is reported Readable while values are pending (see Receiver for exactly
+// when, in each trigger mode). A bounded channel's Senders are Evented too,
+// reported Writable when room appears, so a producer driven by its own Poll
+// never has to block.
+//
+// Values travel through a Queue: by default a lock-free segmented queue
+// that keeps each Sender's order, allocates at most one 64-slot segment per
+// 64 values and recycles its segments, so a channel in steady use does not
+// allocate. NewWithQueue takes a caller's Queue instead.
+//
+// A typical consumer:
+//
+//	for {
+//		if _, err := p.Poll(events, -1); err != nil {
+//			return err
+//		}
+//		for ev := range events.All() {
+//			if ev.Token != chanToken {
+//				continue // other sources
+//			}
+//			for {
+//				v, err := rx.TryRecv()
+//				if errors.Is(err, channel.ErrEmpty) {
+//					break // wait for the next event
+//				}
+//				if err != nil {
+//					return err // ErrDisconnected: every Sender is closed
+//				}
+//				handle(v)
+//			}
+//		}
+//	}
+package channel

@@ -1,0 +1,240 @@
+package channel
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
+)
+
+// segQueue is the default Queue: a multi-producer, single-consumer FIFO of
+// segments of segSize slots. A Push is one fetch-and-add on the tail index,
+// a store into the slot and an atomic OR into the segment's ready bitmap;
+// it allocates only when it is the first to need a new segment and no
+// recycled one is spare. The consumer (the Receiver, under its mutex)
+// recycles the segments it has passed, so in steady state the queue does
+// not allocate at all.
+//
+// Indices. Slot index i lives in the segment whose start is i rounded down
+// to segSize. tail is the next index to hand out; head (consumer) the next
+// one to pop. Segments are linked in index order through next.
+//
+// Invariants:
+//
+//  1. A producer owns slot i from the fetch-and-add that returns i until
+//     its ready bit is set; nobody else writes vals[i], and the consumer
+//     reads it only after seeing the bit (atomic, so the write of the value
+//     happens before the read). The consumer pops in index order and stops
+//     at the first slot whose bit is clear, so each producer's values come
+//     out in the order it pushed them, and a slot whose producer is slow
+//     holds back the slots after it (Queue's "Push in progress" case).
+//  2. tailSeg, the producers' starting point, moves forward one segment at
+//     a time, by CAS, and only past a segment whose 64 ready bits are all
+//     set. So when a producer reads tailSeg = S after reserving i, every
+//     index below S.start has been written, i is not among them, and
+//     i >= S.start: walking forward from S through next finds i's segment.
+//  3. A segment is linked at most once: the producer that finds next nil
+//     links a new one by CAS (start set before the CAS publishes it); a
+//     loser hands its unpublished segment back to the spares.
+//  4. Recycling. The producer whose CAS moves tailSeg off S records in
+//     S.released the tail index T read after that CAS (plus one, so that 0
+//     means "not yet"). A producer still walking from S read tailSeg
+//     before the CAS, so it reserved its index i before T was read: i < T.
+//     The consumer recycles S only once head >= T, that is once every
+//     index below T, i among them, has been popped, which needs its
+//     producer to have finished with the queue. So no producer holds a
+//     pointer into a recycled segment (no ABA). The consumer keeps the
+//     segments it has passed linked from oldest and recycles them in
+//     order as their release and its head allow; a recycled segment is
+//     cleared and kept on the free list for grow, or left to the GC when
+//     the list holds maxFree already, which bounds what the queue keeps
+//     after a burst.
+//
+// Layout: the groups of fields written by different goroutines are a cache
+// line apart, so that a Push does not take the consumer's line away from it
+// (and the other way round).
+type segQueue[T any] struct {
+	_    cpu.CacheLinePad
+	tail atomic.Uint64 // every Push
+	_    cpu.CacheLinePad
+
+	tailSeg atomic.Pointer[segment[T]] // read by every Push, rarely written
+	_       cpu.CacheLinePad
+
+	// Recycled segments, taken by grow and given by recycle: each once per
+	// segSize values, so a mutex costs little here.
+	freeMu  sync.Mutex
+	free    []*segment[T]
+	maxFree int
+	_       cpu.CacheLinePad
+
+	// Consumer.
+	head    uint64
+	headSeg *segment[T]
+	bits    uint64      // ready bits of headSeg last loaded; only ever grows
+	skips   uint64      // skip bits loaded after bits
+	oldest  *segment[T] // first passed segment not yet recycled; headSeg if none
+	_       cpu.CacheLinePad
+}
+
+// segSize is the number of slots in a segment: one ready bit each in a
+// uint64, and the allocation bound of at most one per 64 messages.
+const segSize = 64
+
+const segFull = ^uint64(0)
+
+type segment[T any] struct {
+	_ cpu.CacheLinePad // segments are allocated side by side: keep this
+	// header off the line holding the previous segment's last values.
+
+	// Read-mostly: start and next are written once per life of the
+	// segment, released once.
+	start    uint64 // index of vals[0]; set before the segment is linked
+	next     atomic.Pointer[segment[T]]
+	released atomic.Uint64 // see invariant 4
+	_        cpu.CacheLinePad
+	// Written by every Push, read by the consumer once per batch.
+	ready atomic.Uint64 // bit k: vals[k] is written (or skipped)
+	skip  atomic.Uint64 // bit k: slot k was aborted and holds no value
+	_     cpu.CacheLinePad
+	vals  [segSize]T
+}
+
+// newSegQueue returns an empty queue that keeps up to maxFree recycled
+// segments for reuse.
+func newSegQueue[T any](maxFree int) *segQueue[T] {
+	s := &segment[T]{}
+	q := &segQueue[T]{headSeg: s, oldest: s, maxFree: maxFree}
+	q.tailSeg.Store(s)
+	return q
+}
+
+// Push implements Queue.
+func (q *segQueue[T]) Push(v T) {
+	seg, k := q.reserve()
+	q.publish(seg, k, v)
+}
+
+// publish writes v into the reserved slot k of seg.
+func (q *segQueue[T]) publish(seg *segment[T], k uint64, v T) {
+	seg.vals[k] = v
+	seg.ready.Or(1 << k)
+}
+
+// abort fills the reserved slot k of seg with nothing: Pop skips it. The
+// skip bit is set before the ready bit, and Pop loads ready before skip, so
+// a Pop that sees the slot ready sees it skipped too.
+func (q *segQueue[T]) abort(seg *segment[T], k uint64) {
+	seg.skip.Or(1 << k)
+	seg.ready.Or(1 << k)
+}
+
+// reserve hands out the next slot: segment and index in it.
+func (q *segQueue[T]) reserve() (*segment[T], uint64) {
+	i := q.tail.Add(1) - 1
+	seg := q.tailSeg.Load()
+	for i-seg.start >= segSize {
+		next := seg.next.Load()
+		if next == nil {
+			next = q.grow(seg)
+		}
+		if seg.ready.Load() == segFull && q.tailSeg.CompareAndSwap(seg, next) {
+			seg.released.Store(q.tail.Load() + 1)
+		}
+		seg = next
+	}
+	return seg, i - seg.start
+}
+
+// grow links a segment after last, which had none, and returns last's
+// successor (ours, or the one another producer linked first; ours goes
+// back to the free list, never having been published).
+func (q *segQueue[T]) grow(last *segment[T]) *segment[T] {
+	n := q.takeFree()
+	n.start = last.start + segSize
+	if last.next.CompareAndSwap(nil, n) {
+		return n
+	}
+	q.putFree(n)
+	return last.next.Load()
+}
+
+func (q *segQueue[T]) takeFree() *segment[T] {
+	q.freeMu.Lock()
+	if k := len(q.free); k > 0 {
+		s := q.free[k-1]
+		q.free[k-1] = nil
+		q.free = q.free[:k-1]
+		q.freeMu.Unlock()
+		return s
+	}
+	q.freeMu.Unlock()
+	return &segment[T]{}
+}
+
+// putFree keeps a cleared, unlinked segment for grow, or drops it when
+// maxFree are kept already.
+func (q *segQueue[T]) putFree(s *segment[T]) {
+	q.freeMu.Lock()
+	if len(q.free) < q.maxFree {
+		q.free = append(q.free, s)
+	}
+	q.freeMu.Unlock()
+}
+
+// Pop implements Queue. Consumer only.
+func (q *segQueue[T]) Pop() (T, bool) {
+	var zero T
+	for {
+		seg := q.headSeg
+		k := q.head - seg.start
+		if k == segSize {
+			next := seg.next.Load()
+			if next == nil {
+				q.recycle()
+				return zero, false
+			}
+			q.headSeg, seg, k = next, next, 0
+			q.bits, q.skips = 0, 0
+			q.recycle()
+		}
+		if q.bits&(1<<k) == 0 {
+			// Load the bitmap only when the cached one is used up: it is
+			// the line every Push writes.
+			if q.bits = seg.ready.Load(); q.bits&(1<<k) == 0 {
+				q.recycle() // the queue is idle: give back what it can
+				return zero, false
+			}
+			q.skips = seg.skip.Load()
+		}
+		q.head++
+		if q.skips&(1<<k) != 0 {
+			continue
+		}
+		v := seg.vals[k]
+		seg.vals[k] = zero // let the GC have what the value points to
+		return v, true
+	}
+}
+
+// recycle clears and parks every passed segment that no producer can still
+// be using (invariant 4). Consumer only.
+func (q *segQueue[T]) recycle() {
+	for q.oldest != q.headSeg {
+		s := q.oldest
+		r := s.released.Load()
+		if r == 0 || q.head < r-1 {
+			return
+		}
+		q.oldest = s.next.Load()
+		s.next.Store(nil)
+		s.ready.Store(0)
+		s.skip.Store(0)
+		s.released.Store(0)
+		q.putFree(s)
+	}
+}
+
+// Len implements Queue. Consumer only (it reads head); it counts slots
+// reserved by Pushes still in progress.
+func (q *segQueue[T]) Len() int { return int(q.tail.Load() - q.head) }
