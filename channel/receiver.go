@@ -88,6 +88,7 @@ func (r *Receiver[T]) recvLocked(dst []T) (int, error) {
 		if r.idle() {
 			return 0, ErrDisconnected
 		}
+		// What idle's re-check found, and anything since.
 		if n = r.takeInto(dst); n == 0 {
 			return 0, ErrEmpty
 		}

@@ -1,0 +1,398 @@
+package channel
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// msg identifies a value by its producer and its number in that
+// producer's sequence.
+type msg struct{ producer, seq int }
+
+// consume receives from rx through p (registered under rxTok with opts)
+// until ErrDisconnected, and checks that each producer's values arrive
+// once each and in order. A Poll call that waits eventWait with nothing
+// reported while values are pending is a lost readiness: it fails.
+func consume(t *testing.T, p *poll.Poll, rx *Receiver[msg], opts poll.PollOpt, producers, perProducer int, drain bool) {
+	t.Helper()
+	next := make([]int, producers)
+	ev := poll.NewEvents(4)
+	received := 0
+	for {
+		n, err := p.Poll(ev, eventWait)
+		require.NoError(t, err)
+		if n == 0 {
+			require.FailNow(t, "lost readiness",
+				"no event for %v with %d values pending (received %d)", eventWait, rx.Len(), received)
+		}
+		// Receive until ErrEmpty, as an edge-triggered consumer must.
+		for {
+			if drain {
+				for m := range rx.Drain() {
+					require.Equal(t, next[m.producer], m.seq, "producer %d out of order", m.producer)
+					next[m.producer]++
+					received++
+				}
+			}
+			m, err := rx.TryRecv()
+			if errors.Is(err, ErrEmpty) {
+				break
+			}
+			if errors.Is(err, ErrDisconnected) {
+				for i, n := range next {
+					require.Equal(t, perProducer, n, "values received from producer %d", i)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, next[m.producer], m.seq, "producer %d out of order", m.producer)
+			next[m.producer]++
+			received++
+		}
+		if opts.IsOneshot() {
+			require.NoError(t, p.Reregister(rx, rxTok, poll.Readable, opts))
+		}
+	}
+}
+
+// Many concurrent Senders, each a Clone used by its own goroutine: every
+// value is received exactly once, in its Sender's order, through a Poll in
+// each mode, on unbounded and bounded (blocking Send) channels; the
+// Receiver learns of the disconnection after the last value.
+func TestManySenders(t *testing.T) {
+	const producers, perProducer = 6, 3000
+	for _, capacity := range []int{0, 7} {
+		for _, opts := range []poll.PollOpt{poll.Edge, poll.Level, poll.Edge | poll.Oneshot, poll.Level | poll.Oneshot} {
+			for _, drain := range []bool{false, true} {
+				name := fmt.Sprintf("cap=%d/%s/drain=%v", capacity, opts, drain)
+				t.Run(name, func(t *testing.T) {
+					p := newPoll(t)
+					var tx *Sender[msg]
+					var rx *Receiver[msg]
+					if capacity > 0 {
+						var err error
+						tx, rx, err = NewBounded[msg](capacity)
+						require.NoError(t, err)
+					} else {
+						tx, rx = New[msg]()
+					}
+					defer rx.Close()
+					require.NoError(t, p.Register(rx, rxTok, poll.Readable, opts))
+					var wg sync.WaitGroup
+					for i := range producers {
+						s, err := tx.Clone()
+						require.NoError(t, err)
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							defer s.Close()
+							for j := range perProducer {
+								if err := s.Send(msg{i, j}); err != nil {
+									t.Errorf("producer %d: Send: %v", i, err)
+									return
+								}
+							}
+						}()
+					}
+					require.NoError(t, tx.Close())
+					consume(t, p, rx, opts, producers, perProducer, drain)
+					wg.Wait()
+				})
+			}
+		}
+	}
+}
+
+// Producers driven by their own Polls: each registers its bounded Sender
+// for Writable (edge) and uses only TrySend, waiting for a Writable event
+// after ErrFull. None blocks, none loses a wake-up, and every value
+// arrives once and in order.
+func TestWritableDrivenProducers(t *testing.T) {
+	const producers, perProducer = 4, 2000
+	p := newPoll(t)
+	tx, rx, err := NewBounded[msg](5)
+	require.NoError(t, err)
+	defer rx.Close()
+	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
+	var wg sync.WaitGroup
+	for i := range producers {
+		s, err := tx.Clone()
+		require.NoError(t, err)
+		pp := newPoll(t)
+		require.NoError(t, pp.Register(s, txTok, poll.Writable, poll.Edge))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.Close()
+			ev := poll.NewEvents(1)
+			for j := 0; j < perProducer; {
+				err := s.TrySend(msg{i, j})
+				if err == nil {
+					j++
+					continue
+				}
+				if !errors.Is(err, ErrFull) {
+					t.Errorf("producer %d: TrySend: %v", i, err)
+					return
+				}
+				n, err := pp.Poll(ev, eventWait)
+				if err != nil || n == 0 {
+					t.Errorf("producer %d: no Writable event within %v (err %v) with %d values queued",
+						i, eventWait, err, rx.Len())
+					return
+				}
+			}
+		}()
+	}
+	require.NoError(t, tx.Close())
+	consume(t, p, rx, poll.Edge, producers, perProducer, true)
+	wg.Wait()
+}
+
+// slowQueue is a Queue that keeps one order across producers and holds
+// each Push in progress for a while between taking its slot and filling
+// it, so that a Pop often finds the head slot taken but empty while later
+// slots are full (the case Queue's documentation allows and rule C of
+// channel.go must survive); such a Pop takes its time before it reports
+// nothing, so the Push often completes meanwhile. It holds at most
+// len(vals) values in all.
+type slowQueue struct {
+	tail atomic.Int64
+	head int64 // consumer
+	vals []int
+	full []atomic.Bool
+}
+
+func newSlowQueue(n int) *slowQueue {
+	return &slowQueue{vals: make([]int, n), full: make([]atomic.Bool, n)}
+}
+
+func (q *slowQueue) Push(v int) {
+	i := q.tail.Add(1) - 1
+	for range i % 4 {
+		runtime.Gosched()
+	}
+	q.vals[i] = v
+	q.full[i].Store(true)
+}
+
+func (q *slowQueue) Pop() (int, bool) {
+	if q.head == q.tail.Load() {
+		return 0, false
+	}
+	if !q.full[q.head].Load() {
+		// A Push is under way: give it time to finish (and to look at the
+		// Receiver's readiness) before reporting the empty slot, as a
+		// descheduled consumer would.
+		for range 3 {
+			runtime.Gosched()
+		}
+		return 0, false
+	}
+	q.head++
+	return q.vals[q.head-1], true
+}
+
+func (q *slowQueue) Len() int { return int(q.tail.Load() - q.head) }
+
+// A receive racing a send never leaves a value pending with no readiness
+// set (mio-extras' race). Two producers send bursts of one to three values
+// and then wait until the consumer has received everything sent, so the
+// consumer keeps catching up and clearing Readable while Sends are under
+// way, and a value stranded there is never rescued by a later Send. The
+// dangerous case needs a Send whose slot is taken but not yet filled while
+// a later Send completes and sets Readable: the consumer's Pop then finds
+// nothing, and the slow Send finishes and sees Readable still set just
+// before the consumer clears it. Without the re-check after the clear (rule
+// C in channel.go), the consumer's Poll then waits eventWait for nothing
+// while the producers wait for it. slowQueue widens that window; the
+// built-in queue has it too, only narrower.
+func TestRecvSendRace(t *testing.T) {
+	const total = 6000
+	for _, queue := range []string{"builtin", "slow"} {
+		for _, opts := range []poll.PollOpt{poll.Edge, poll.Level} {
+			t.Run(queue+"/"+opts.String(), func(t *testing.T) {
+				recvSendRace(t, queue, opts, total)
+			})
+		}
+	}
+}
+
+func recvSendRace(t *testing.T, queue string, opts poll.PollOpt, total int) {
+	p := newPoll(t)
+	var tx *Sender[int]
+	var rx *Receiver[int]
+	if queue == "slow" {
+		var err error
+		tx, rx, err = NewWithQueue[int](newSlowQueue(total), 0)
+		require.NoError(t, err)
+	} else {
+		tx, rx = New[int]()
+	}
+	defer rx.Close()
+	require.NoError(t, p.Register(rx, rxTok, poll.Readable, opts))
+	var sent, received atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		s, err := tx.Clone()
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.Close()
+			for burst := g; ; burst++ {
+				for range 1 + burst%3 {
+					i := sent.Add(1)
+					if i > int64(total) {
+						return
+					}
+					if err := s.Send(int(i)); err != nil {
+						t.Errorf("Send: %v", err)
+						return
+					}
+				}
+				for received.Load() < min(sent.Load(), int64(total)) {
+					select {
+					case <-stop:
+						return
+					default:
+						runtime.Gosched()
+					}
+				}
+			}
+		}()
+	}
+	require.NoError(t, tx.Close())
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	ev := poll.NewEvents(1)
+	for {
+		n, err := p.Poll(ev, eventWait)
+		require.NoError(t, err)
+		if n == 0 {
+			require.FailNow(t, "lost readiness",
+				"Poll waited %v with %d values pending (received %d of %d)",
+				eventWait, rx.Len(), received.Load(), total)
+		}
+		for {
+			_, err := rx.TryRecv()
+			if errors.Is(err, ErrEmpty) {
+				break
+			}
+			if errors.Is(err, ErrDisconnected) {
+				require.Equal(t, int64(total), received.Load())
+				return
+			}
+			require.NoError(t, err)
+			received.Add(1)
+		}
+	}
+}
+
+// Sends racing the Close of their own Sender (and Clones racing it): every
+// Send that returned nil has its value received, exactly once and in order,
+// before ErrDisconnected; the others return ErrClosed.
+func TestSendRacesClose(t *testing.T) {
+	const rounds = 50
+	for r := range rounds {
+		tx, rx := New[int]()
+		var delivered atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := 0; ; i++ {
+					err := tx.Send(g<<32 | i)
+					if err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("Send: %v", err)
+						}
+						return
+					}
+					delivered.Add(1)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for {
+				c, err := tx.Clone()
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						t.Errorf("Clone: %v", err)
+					}
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		close(start)
+		waitFor(t, "some values delivered", func() bool { return delivered.Load() >= int64(r%50) })
+		require.NoError(t, tx.Close())
+		wg.Wait()
+		next := [2]int{}
+		got := 0
+		for {
+			v, err := rx.TryRecv()
+			if errors.Is(err, ErrDisconnected) {
+				break
+			}
+			require.NoError(t, err, "after %d values", got)
+			g := v >> 32
+			require.Equal(t, next[g], v&(1<<32-1))
+			next[g]++
+			got++
+		}
+		require.Equal(t, delivered.Load(), int64(got), "round %d", r)
+		require.NoError(t, rx.Close())
+	}
+}
+
+// Senders that keep sending while the Receiver closes, on a bounded
+// channel where some of them are blocked: all return, with nil or
+// ErrDisconnected.
+func TestSendRacesReceiverClose(t *testing.T) {
+	for range 50 {
+		tx, rx, err := NewBounded[int](3)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for range 4 {
+			s, err := tx.Clone()
+			require.NoError(t, err)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer s.Close()
+				for {
+					if err := s.Send(1); err != nil {
+						if !errors.Is(err, ErrDisconnected) {
+							t.Errorf("Send: %v", err)
+						}
+						return
+					}
+				}
+			}()
+		}
+		waitFor(t, "a blocked Send", rx.c.waitingNow)
+		_, _ = rx.TryRecv()
+		require.NoError(t, rx.Close())
+		wg.Wait()
+		require.NoError(t, tx.Close())
+	}
+}
