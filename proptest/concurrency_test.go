@@ -46,6 +46,13 @@ func (f *failures) add(format string, args ...any) {
 	}
 }
 
+// failed reports whether a failure was recorded.
+func (f *failures) failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.msgs) > 0
+}
+
 func (f *failures) report(t *rapid.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
