@@ -109,11 +109,15 @@ type core[T any] struct {
 	rxClosed     atomic.Bool
 	disconnected atomic.Bool
 
-	_       cpu.CacheLinePad
-	count   atomic.Int64 // bounded: every Send and every TryRecv
-	_       cpu.CacheLinePad
-	waiting atomic.Int32 // sleepers + len(wanters); written under mu
-	_       cpu.CacheLinePad
+	_ cpu.CacheLinePad
+	// Bounded: every Send and every receive. The built-in queue's capacity
+	// is its tail (slots handed out) minus released; a caller's Queue's is
+	// count.
+	released atomic.Uint64
+	count    atomic.Int64
+	_        cpu.CacheLinePad
+	waiting  atomic.Int32 // sleepers + len(wanters); written under mu
+	_        cpu.CacheLinePad
 
 	senders  atomic.Int64 // Senders not yet finished
 	mu       sync.Mutex
@@ -183,17 +187,50 @@ func newChannel[T any](q Queue[T], capacity int) (*Sender[T], *Receiver[T], erro
 	return c.newSender(), r, nil
 }
 
-// push queues v and applies rule S. With the built-in queue it aborts, and
-// returns ErrClosed, if the channel is disconnected (see Disconnection).
-func (c *core[T]) push(v T) error {
-	var err error
+// slot is the room a Send has reserved: a slot of the built-in queue, or
+// nothing (a unit of capacity, on a bounded channel) with a caller's Queue.
+type slot[T any] struct {
+	seg *segment[T]
+	k   uint64
+}
+
+// take reserves room for one value. It reports false if a bounded channel
+// is full, and filled if this reservation filled it.
+func (c *core[T]) take() (sl slot[T], ok, filled bool) {
 	if c.seg != nil {
-		seg, k := c.seg.reserve()
+		if c.capacity == 0 {
+			sl.seg, sl.k = c.seg.reserve()
+			return sl, true, false
+		}
+		var used uint64
+		sl.seg, sl.k, used, ok = c.seg.reserveWithin(uint64(c.capacity), &c.released)
+		return sl, ok, ok && used == uint64(c.capacity)
+	}
+	if c.capacity == 0 {
+		return sl, true, false
+	}
+	for {
+		n := c.count.Load()
+		if n >= c.capacity {
+			return sl, false, false
+		}
+		if c.count.CompareAndSwap(n, n+1) {
+			return sl, true, n+1 == c.capacity
+		}
+	}
+}
+
+// put fills the room sl with v and applies rule S. With the built-in queue
+// it aborts instead, gives the room back and returns ErrClosed if the
+// channel is disconnected (see Disconnection).
+func (c *core[T]) put(sl slot[T], v T) error {
+	var err error
+	if sl.seg != nil {
 		if c.disconnected.Load() {
-			c.seg.abort(seg, k)
+			c.seg.abort(sl.seg, sl.k)
 			err = ErrClosed
 		} else {
-			c.seg.publish(seg, k, v)
+			c.seg.publish(sl.seg, sl.k, v)
 		}
 	} else {
 		c.q.Push(v)
@@ -201,7 +238,20 @@ func (c *core[T]) push(v T) error {
 	if c.rxSet.Readiness()&poll.Readable == 0 {
 		_ = c.rxSet.SetReadiness(poll.Readable)
 	}
+	if err != nil && c.capacity > 0 {
+		c.release(1)
+	}
 	return err
+}
+
+// used is how much of a bounded channel's capacity is taken; while Sends
+// and receives run it may be overstated.
+func (c *core[T]) used() int64 {
+	if c.seg != nil {
+		r := c.released.Load()
+		return int64(c.seg.tail.Load() - r)
+	}
+	return c.count.Load()
 }
 
 // setR sets R unless it is set. Rule C's re-check and rule D use it.
@@ -226,23 +276,14 @@ func (c *core[T]) pop() (T, bool) {
 	return c.q.Pop()
 }
 
-// reserve takes one unit of capacity if there is room, and reports whether
-// it filled the channel.
-func (c *core[T]) reserve() (ok, filled bool) {
-	for {
-		n := c.count.Load()
-		if n >= c.capacity {
-			return false, false
-		}
-		if c.count.CompareAndSwap(n, n+1) {
-			return true, n+1 == c.capacity
-		}
-	}
-}
-
-// release gives back the capacity of n values the Receiver returned.
+// release gives back the capacity of n values (returned by the Receiver,
+// or aborted).
 func (c *core[T]) release(n int) {
-	c.count.Add(-int64(n))
+	if c.seg != nil {
+		c.released.Add(uint64(n))
+	} else {
+		c.count.Add(-int64(n))
+	}
 	if c.waiting.Load() != 0 {
 		c.mu.Lock()
 		c.signalLocked()
@@ -263,7 +304,7 @@ func (c *core[T]) signalLocked() {
 // passLocked passes a signal on after a sleeper reserved: if room is left,
 // the next sleeper may have some of it.
 func (c *core[T]) passLocked() {
-	if c.sleepers > 0 && c.count.Load() < c.capacity {
+	if c.sleepers > 0 && c.used() < c.capacity {
 		c.signalLocked()
 	}
 }
@@ -324,7 +365,7 @@ func (c *core[T]) newSender() *Sender[T] {
 		_ = set.SetReadiness(poll.Writable | poll.Hup)
 	}
 	c.mu.Unlock()
-	if c.capacity > 0 && c.count.Load() >= c.capacity {
+	if c.capacity > 0 && c.used() >= c.capacity {
 		s.noRoom()
 	}
 	return s

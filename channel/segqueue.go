@@ -131,7 +131,38 @@ func (q *segQueue[T]) abort(seg *segment[T], k uint64) {
 
 // reserve hands out the next slot: segment and index in it.
 func (q *segQueue[T]) reserve() (*segment[T], uint64) {
-	i := q.tail.Add(1) - 1
+	return q.locate(q.tail.Add(1) - 1)
+}
+
+// reserveWithin hands out the next slot if fewer than limit slots are
+// handed out and not released (released counts the slots given back, by
+// receives or aborts). used is that number, this slot included, or the
+// number found when it reports false. It takes a bounded channel's
+// capacity and its slot in one CAS.
+func (q *segQueue[T]) reserveWithin(limit uint64, released *atomic.Uint64) (seg *segment[T], k, used uint64, ok bool) {
+	for {
+		// released first: it never passes tail, so t-r does not wrap. It
+		// may be stale, which overstates used; a "full" answer is given
+		// only if released did not move while tail was read, when t-r was
+		// exact.
+		r := released.Load()
+		t := q.tail.Load()
+		if t-r >= limit {
+			if released.Load() != r {
+				continue
+			}
+			return nil, 0, t - r, false
+		}
+		if q.tail.CompareAndSwap(t, t+1) {
+			seg, k := q.locate(t)
+			return seg, k, t - r + 1, true
+		}
+	}
+}
+
+// locate finds the segment of index i, which the caller has reserved,
+// linking new segments as needed (invariants 2 and 3).
+func (q *segQueue[T]) locate(i uint64) (*segment[T], uint64) {
 	seg := q.tailSeg.Load()
 	for i-seg.start >= segSize {
 		next := seg.next.Load()

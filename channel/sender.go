@@ -118,56 +118,49 @@ func (s *Sender[T]) send(v T, block bool) error {
 	if c.rxClosed.Load() {
 		return ErrDisconnected
 	}
-	if c.capacity > 0 {
-		ok, filled := c.reserve()
-		if !ok {
-			if !block {
-				s.noRoom()
-				return ErrFull
-			}
-			var err error
-			if filled, err = s.waitRoom(); err != nil {
-				return err
-			}
-		}
-		if filled {
+	sl, ok, filled := c.take()
+	if !ok {
+		if !block {
 			s.noRoom()
+			return ErrFull
+		}
+		var err error
+		if sl, filled, err = s.waitRoom(); err != nil {
+			return err
 		}
 	}
-	if err := c.push(v); err != nil {
-		if c.capacity > 0 {
-			c.release(1)
-		}
-		return err
+	if filled {
+		s.noRoom()
 	}
-	return nil
+	return c.put(sl, v)
 }
 
-// waitRoom blocks until a unit of capacity is reserved, the Receiver
-// closes or s is closed.
-func (s *Sender[T]) waitRoom() (filled bool, err error) {
+// waitRoom blocks until room is reserved, the Receiver closes or s is
+// closed.
+func (s *Sender[T]) waitRoom() (sl slot[T], filled bool, err error) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
 		if c.rxClosed.Load() {
-			return false, ErrDisconnected
+			return sl, false, ErrDisconnected
 		}
 		if s.state.Load()&sClosed != 0 {
-			return false, ErrClosed
+			return sl, false, ErrClosed
 		}
-		if ok, filled := c.reserve(); ok {
+		sl, ok, filled := c.take()
+		if ok {
 			c.passLocked()
-			return filled, nil
+			return sl, filled, nil
 		}
 		c.sleepers++
 		c.waiting.Add(1)
 		// The second look (Capacity in channel.go).
-		if ok, filled := c.reserve(); ok {
+		if sl, ok, filled = c.take(); ok {
 			c.sleepers--
 			c.waiting.Add(-1)
 			c.passLocked()
-			return filled, nil
+			return sl, filled, nil
 		}
 		c.cond.Wait() // whoever wakes us has stopped counting us
 	}
@@ -183,7 +176,7 @@ func (s *Sender[T]) noRoom() {
 		c.wantLocked(s)
 	}
 	c.mu.Unlock()
-	if c.count.Load() < c.capacity || c.rxClosed.Load() {
+	if c.used() < c.capacity || c.rxClosed.Load() {
 		_ = s.set.SetReadiness(poll.Writable)
 	}
 }
