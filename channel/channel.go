@@ -70,14 +70,18 @@ import (
 //     of them have returned when disconnected is stored, and a Pop made
 //     after reading it finds every value there is (Queue's promise).
 //
-// Capacity (bounded channels). count is the number of values reserved by
-// Sends and not yet returned by TryRecv (queued, in flight, or in the
-// stash); a Send reserves by CAS while count < capacity, before its Push,
-// and an aborted Send gives its unit back. A Send that finds no room and
-// is about to block (a sleeper), and a Sender waiting for Writable (a
-// wanter), are counted in waiting (under mu) and then look at count again;
-// TryRecv decrements count and then reads waiting, and if it is not zero
-// takes mu to signal one sleeper and make every wanter Writable. The
+// Capacity (bounded channels). The capacity taken ("used") is the number
+// of values reserved by Sends and not yet returned by the Receiver
+// (queued, in flight, or held ahead by it), or aborted. With the built-in
+// queue it is the queue's tail (slots handed out) minus released (slots
+// given back), and a Send takes its capacity and its slot in one CAS on
+// the tail, made only while used < capacity (segQueue.reserveWithin); with
+// a caller's Queue it is count, taken by CAS before the Push. Receives and
+// aborts give capacity back. A Send that finds no room and is about to
+// block (a sleeper), and a Sender waiting for Writable (a wanter), are
+// counted in waiting (under mu) and then look at the capacity again; a
+// receive gives capacity back and then reads waiting, and if it is not
+// zero takes mu to signal one sleeper and make every wanter Writable. The
 // sleeper's second look happens with mu held until cond.Wait releases it,
 // so the signal cannot fall between that look and the Wait. Blocked Sends
 // sleep in cond.Wait: they never spin.

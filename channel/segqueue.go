@@ -8,12 +8,12 @@ import (
 )
 
 // segQueue is the default Queue: a multi-producer, single-consumer FIFO of
-// segments of segSize slots. A Push is one fetch-and-add on the tail index,
-// a store into the slot and an atomic OR into the segment's ready bitmap;
-// it allocates only when it is the first to need a new segment and no
-// recycled one is spare. The consumer (the Receiver, under its mutex)
-// recycles the segments it has passed, so in steady state the queue does
-// not allocate at all.
+// segments of segSize slots. A Push is one fetch-and-add on the tail index
+// (a CAS on a bounded channel, see reserveWithin), a store into the slot
+// and an atomic OR into the segment's ready bitmap; it allocates only when
+// it is the first to need a new segment and no recycled one is kept. The
+// consumer (the Receiver, under its mutex) recycles the segments it has
+// passed, so in steady state the queue does not allocate at all.
 //
 // Indices. Slot index i lives in the segment whose start is i rounded down
 // to segSize. tail is the next index to hand out; head (consumer) the next
@@ -21,10 +21,13 @@ import (
 //
 // Invariants:
 //
-//  1. A producer owns slot i from the fetch-and-add that returns i until
-//     its ready bit is set; nobody else writes vals[i], and the consumer
-//     reads it only after seeing the bit (atomic, so the write of the value
-//     happens before the read). The consumer pops in index order and stops
+//  1. A producer owns slot i from the fetch-and-add (or CAS) that returns
+//     i until its ready bit is set; nobody else writes vals[i], and the
+//     consumer reads it only after seeing the bit (atomic, so the write of
+//     the value happens before the read). A producer that gives up its
+//     slot (abort) sets its skip bit before its ready bit, and the consumer
+//     loads ready before skip, so it never reads an aborted slot as a
+//     value. The consumer pops in index order and stops
 //     at the first slot whose bit is clear, so each producer's values come
 //     out in the order it pushed them, and a slot whose producer is slow
 //     holds back the slots after it (Queue's "Push in progress" case).
