@@ -180,6 +180,9 @@ type src struct {
 	callMay   bool       // an undecidable change may make it reportable in this call
 	firedNow  poll.Ready // readiness that became true during this call (observed)
 	firedEdge poll.Ready // readiness set during this call as a new edge (observed or not)
+	// Per Poll call, set by ChangeBlocked (model_blocked.go): its
+	// registration changed during the call (changeMay, changeMust).
+	changedNow int8
 }
 
 func (s *src) String() string {
@@ -225,6 +228,8 @@ type world struct {
 	log    func(format string, args ...any)
 	hist   []string // the operations so far, for failure messages
 	kinds  []kind   // the kinds of source this world opens
+	crowd  *crowd   // a large population of Registrations (model_crowd.go), or nil
+	kick   *kicker  // ends a Poll blocked by a broken wake-up, after a failure
 }
 
 // maxLive bounds the sources alive at once; maxOpened bounds all opened in
@@ -245,6 +250,7 @@ func newWorld(t *rapid.T, be backend, cfg poll.Config) *world {
 	}
 	totals.checks.Add(1)
 	w := &world{be: be, cfg: cfg, p: p, tokens: map[poll.Token]*tokenRec{}, log: t.Logf, kinds: kinds}
+	w.kick = newKicker(t, p)
 	return w
 }
 
@@ -291,6 +297,9 @@ func (w *world) describe() string {
 	fmt.Fprintf(&b, "backend %s, %d Poll calls; sources:", w.be.name, w.calls)
 	for _, s := range w.live() {
 		fmt.Fprintf(&b, "\n    %v", s)
+	}
+	if w.crowd != nil {
+		fmt.Fprintf(&b, "\n    %v", w.crowd)
 	}
 	return b.String()
 }
@@ -491,6 +500,7 @@ func (w *world) Check(t *rapid.T) {
 			c.check(t, w, s)
 		}
 	}
+	w.crowd.check(t, w)
 }
 
 // Misuse calls the API with bad arguments; each must fail with its
@@ -590,10 +600,11 @@ type pollCall struct {
 }
 
 // carryBound is how many consecutive calls a MUST source may go
-// unreported because the buffers were full: with n sources registered,
-// user-space and OS sources alternating and each queue served in order,
-// every source gets a turn within about 2n calls.
-func (w *world) carryBound() int { return 2*len(w.registered()) + 2 }
+// unreported because the buffers were full: with n sources registered
+// (the crowd's members included), user-space and OS sources alternating
+// and each queue served in order, every source gets a turn within about
+// 2n calls.
+func (w *world) carryBound() int { return 2*(len(w.registered())+w.crowd.liveCount()) + 2 }
 
 // blockLimit is how long a Poll(-1) may block when the model knows an event
 // is due; past it the test closes the Poll and fails.
@@ -622,6 +633,9 @@ func (w *world) PollBlocking(t *rapid.T) {
 }
 
 func (w *world) mustReturn() bool {
+	if w.crowd.mustReturn() {
+		return true
+	}
 	for _, s := range w.registered() {
 		if !s.armedNow() {
 			continue
@@ -653,9 +667,16 @@ func (w *world) fdExcuse() bool {
 
 func (w *world) poll(t *rapid.T, capacity int, timeout time.Duration) {
 	t.Helper()
+	w.pollDuring(t, capacity, timeout, nil)
+}
+
+// pollDuring is poll with work d done on another goroutine during the call
+// (model_blocked.go); d may be nil.
+func (w *world) pollDuring(t *rapid.T, capacity int, timeout time.Duration, d during) {
+	t.Helper()
 	start := time.Now()
 	for _, s := range w.live() {
-		s.callMay, s.firedNow, s.firedEdge = false, 0, 0
+		s.callMay, s.firedNow, s.firedEdge, s.changedNow = false, 0, 0, 0
 		if tm, ok := s.impl.(timed); ok {
 			tm.beforePoll(t, w, s, start)
 		}
@@ -665,25 +686,49 @@ func (w *world) poll(t *rapid.T, capacity int, timeout time.Duration) {
 	var fired atomic.Bool
 	if timeout < 0 {
 		p := w.p
-		watchdog = time.AfterFunc(blockLimit, func() { fired.Store(true); _ = p.Close() })
+		kick := w.kick
+		watchdog = time.AfterFunc(blockLimit, func() {
+			fired.Store(true)
+			kick.kick() // in case the bug broke the wake-up that Close needs
+			_ = p.Close()
+		})
+	}
+	if d != nil {
+		d.start(w.p)
 	}
 	n, err := w.p.Poll(ev, timeout)
 	end := time.Now()
+	if d != nil {
+		d.returned()
+	}
 	if watchdog != nil {
 		watchdog.Stop()
-		if fired.Load() {
-			w.closed = true
-			w.fatalf(t, "Poll(-1) did not return within %v although an event was due (lost wake-up, rules 8, 10)", blockLimit)
-		}
+	}
+	if d != nil {
+		d.join(t, w)
+	}
+	if watchdog != nil && fired.Load() {
+		w.closed = true
+		w.fatalf(t, "Poll(-1) did not return within %v although an event was due (lost wake-up, rules 8, 10)", blockLimit)
 	}
 	w.calls++
 	totals.polls.Add(1)
 	c := &pollCall{idx: w.calls, capacity: capacity, timeout: timeout, start: start, end: end, got: map[poll.Token]poll.Ready{}}
 	var evs []string
+	crowdEvents := 0
 	for i := 0; i < ev.Len(); i++ {
 		e := ev.At(i)
 		c.order = append(c.order, e)
+		if w.crowd.owns(e.Token) {
+			crowdEvents++
+			if crowdEvents > 4 {
+				continue // the log shows the first few
+			}
+		}
 		evs = append(evs, fmt.Sprintf("%d:%s", e.Token, e.Ready))
+	}
+	if crowdEvents > 4 {
+		evs = append(evs, fmt.Sprintf("(%d crowd events in all)", crowdEvents))
 	}
 	w.logTimed(fmt.Sprintf("Poll#%d(cap %d, timeout %v) = %d %v [%s]", c.idx, capacity, timeout, n, err, strings.Join(evs, " ")),
 		fmt.Sprintf(" in %v", end.Sub(start).Round(time.Microsecond)))
@@ -715,8 +760,15 @@ func (w *world) poll(t *rapid.T, capacity int, timeout time.Duration) {
 // checkCall compares one Poll result with the model and advances the model.
 func (w *world) checkCall(t *rapid.T, c *pollCall) {
 	t.Helper()
-	// Attribution: every reported token must be current.
+	// Attribution: every reported token must be current (the crowd's are
+	// checked by the crowd).
 	for _, e := range c.order {
+		if w.crowd.owns(e.Token) {
+			continue
+		}
+		if e.Token == kickToken {
+			w.fatalf(t, "Poll#%d reported the kicker (token %d), which nothing kicked", c.idx, e.Token)
+		}
 		rec := w.tokens[e.Token]
 		switch {
 		case rec == nil:
@@ -746,6 +798,9 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 		must := armed && ((sure != 0 && (level || s.owed)) || fired != 0)
 		if must && c.start.Before(s.graceUntil) {
 			must = false // may still be resting in the backend (lastingLatency)
+		}
+		if s.changedNow == changeMay {
+			must = false // registered during the call, which may have ended first
 		}
 		may := armed && (sure|maybe) != 0 && (level || s.owed || s.mayFire || s.callMay || emulated || fired != 0)
 		r, reported := c.got[s.token]
@@ -806,13 +861,14 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 		if s.callMay && !drained {
 			s.mayFire = true // it may be waiting in a queue that did not fit
 		}
-		if drained {
+		if drained && s.changedNow != changeMay {
 			s.mayFire = false
 			if s.owed && sure == 0 && fired == 0 {
 				s.owed = false // the notification was for readiness that is gone (rule 6)
 			}
 		}
 	}
+	w.crowd.checkCall(t, w, c, drained, bound)
 }
 
 func ruleFor(s *src) string {
@@ -830,6 +886,7 @@ func ruleFor(s *src) string {
 // for pending delays to come due), so that a notification lost by the last
 // operations is found.
 func (w *world) settle(t *rapid.T) {
+	w.crowd.settle(t, w)
 	deadline := time.Now()
 	for _, s := range w.registered() {
 		if s.graceUntil.After(deadline) {
@@ -854,15 +911,17 @@ func (w *world) settle(t *rapid.T) {
 // operations.
 func (w *world) actions() map[string]func(*rapid.T) {
 	a := map[string]func(*rapid.T){
-		"":             w.Check,
-		"Open":         w.Open,
-		"Register":     w.Register,
-		"Reregister":   w.Reregister,
-		"Deregister":   w.Deregister,
-		"Misuse":       w.Misuse,
-		"Poll":         w.Poll,
-		"PollTimeout":  w.PollTimeout,
-		"PollBlocking": w.PollBlocking,
+		"":              w.Check,
+		"Open":          w.Open,
+		"Register":      w.Register,
+		"Reregister":    w.Reregister,
+		"Deregister":    w.Deregister,
+		"Misuse":        w.Misuse,
+		"Poll":          w.Poll,
+		"PollTimeout":   w.PollTimeout,
+		"PollBlocking":  w.PollBlocking,
+		"Lag":           w.Lag,
+		"ChangeBlocked": w.ChangeBlocked,
 	}
 	for _, k := range w.kinds {
 		a[k.name()] = w.KindOp(k)
@@ -873,6 +932,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 // cleanup releases whatever is left without checking anything (after a
 // failure).
 func (w *world) cleanup() {
+	w.crowd.discard()
 	for _, s := range w.srcs {
 		if !s.gone {
 			s.gone = true
@@ -881,13 +941,17 @@ func (w *world) cleanup() {
 	}
 	if !w.closed {
 		w.closed = true
+		w.kick.kick()
 		_ = w.p.Close()
 	}
+	w.kick.close()
 }
 
 // shutdown releases every source and closes the Poll, checking that a
 // closed Poll refuses everything with ErrClosed.
 func (w *world) shutdown(t *rapid.T) {
+	defer w.kick.close()
+	w.crowd.discard()
 	for _, s := range w.live() {
 		s.impl.release(t, w, s)
 		s.gone = true

@@ -248,14 +248,3 @@ func registerWakes(t *rapid.T, be string) {
 	}
 	t.Logf("slowest wake-up %v", worst)
 }
-
-// bitsOf lists the readiness kinds in r.
-func bitsOf(r poll.Ready) []poll.Ready {
-	var out []poll.Ready
-	for b := poll.Readable; b <= poll.Priority; b <<= 1 {
-		if r&b != 0 {
-			out = append(out, b)
-		}
-	}
-	return out
-}

@@ -33,4 +33,9 @@ func newKicker(t *rapid.T, p *poll.Poll) *kicker {
 
 func (k *kicker) kick() { _, _ = unix.Write(k.b, []byte{1}) }
 
-func (k *kicker) close() { closeAll(k.a, k.b) }
+// close closes both ends; closing again does nothing (the numbers may
+// belong to new descriptors by then).
+func (k *kicker) close() {
+	closeAll(k.a, k.b)
+	k.a, k.b = -1, -1
+}
