@@ -198,16 +198,16 @@ type slot[T any] struct {
 	k   uint64
 }
 
-// take reserves room for one value. It reports false if a bounded channel
-// is full, and filled if this reservation filled it.
-func (c *core[T]) take() (sl slot[T], ok, filled bool) {
+// take reserves room for one value for s. It reports false if a bounded
+// channel is full, and filled if this reservation filled it.
+func (c *core[T]) take(s *Sender[T]) (sl slot[T], ok, filled bool) {
 	if c.seg != nil {
 		if c.capacity == 0 {
 			sl.seg, sl.k = c.seg.reserve()
 			return sl, true, false
 		}
 		var used uint64
-		sl.seg, sl.k, used, ok = c.seg.reserveWithin(uint64(c.capacity), &c.released)
+		sl.seg, sl.k, used, ok = c.seg.reserveWithin(uint64(c.capacity), &c.released, &s.relSeen)
 		return sl, ok, ok && used == uint64(c.capacity)
 	}
 	if c.capacity == 0 {

@@ -142,23 +142,41 @@ func (q *segQueue[T]) reserve() (*segment[T], uint64) {
 // receives or aborts). used is that number, this slot included, or the
 // number found when it reports false. It takes a bounded channel's
 // capacity and its slot in one CAS.
-func (q *segQueue[T]) reserveWithin(limit uint64, released *atomic.Uint64) (seg *segment[T], k, used uint64, ok bool) {
+//
+// seen is the caller's copy of a value released had (a Sender's own,
+// on its own cache line): released only grows, so tail minus seen
+// overstates what is used, and while that is below limit there is room
+// without reading released, the line every receive writes. Only when it
+// is not is released read, and seen brought up to date.
+func (q *segQueue[T]) reserveWithin(limit uint64, released, seen *atomic.Uint64) (seg *segment[T], k, used uint64, ok bool) {
+	r := seen.Load()
 	for {
-		// released first: it never passes tail, so t-r does not wrap. It
-		// may be stale, which overstates used; a "full" answer is given
-		// only if released did not move while tail was read, when t-r was
-		// exact.
-		r := released.Load()
+		// r was read before t, and released never passes tail, so t-r
+		// does not wrap.
 		t := q.tail.Load()
 		if t-r >= limit {
-			if released.Load() != r {
-				continue
+			// Maybe full. A "full" answer is given only if released did
+			// not move while tail was read, when t-r was exact.
+			nr := released.Load()
+			t = q.tail.Load()
+			if nr != r {
+				seen.Store(nr)
+				r = nr
 			}
-			return nil, 0, t - r, false
+			if t-r >= limit {
+				if released.Load() != r {
+					continue
+				}
+				return nil, 0, t - r, false
+			}
 		}
 		if q.tail.CompareAndSwap(t, t+1) {
+			used = t - r + 1
+			if used >= limit { // perhaps only because r is old: look
+				used = t + 1 - released.Load()
+			}
 			seg, k := q.locate(t)
-			return seg, k, t - r + 1, true
+			return seg, k, used, true
 		}
 	}
 }

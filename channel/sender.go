@@ -29,9 +29,10 @@ type Sender[T any] struct {
 	// state: sClosed, sFinished and the number of operations in progress.
 	// On a line of its own: the Receiver is allocated in the same size
 	// class, and every Send writes this word.
-	_     cpu.CacheLinePad
-	state atomic.Uint64
-	_     cpu.CacheLinePad
+	_       cpu.CacheLinePad
+	state   atomic.Uint64
+	relSeen atomic.Uint64 // see segQueue.reserveWithin
+	_       cpu.CacheLinePad
 }
 
 const (
@@ -118,7 +119,7 @@ func (s *Sender[T]) send(v T, block bool) error {
 	if c.rxClosed.Load() {
 		return ErrDisconnected
 	}
-	sl, ok, filled := c.take()
+	sl, ok, filled := c.take(s)
 	if !ok {
 		if !block {
 			s.noRoom()
@@ -148,7 +149,7 @@ func (s *Sender[T]) waitRoom() (sl slot[T], filled bool, err error) {
 		if s.state.Load()&sClosed != 0 {
 			return sl, false, ErrClosed
 		}
-		sl, ok, filled := c.take()
+		sl, ok, filled := c.take(s)
 		if ok {
 			c.passLocked()
 			return sl, filled, nil
@@ -156,7 +157,7 @@ func (s *Sender[T]) waitRoom() (sl slot[T], filled bool, err error) {
 		c.sleepers++
 		c.waiting.Add(1)
 		// The second look (Capacity in channel.go).
-		if sl, ok, filled = c.take(); ok {
+		if sl, ok, filled = c.take(s); ok {
 			c.sleepers--
 			c.waiting.Add(-1)
 			c.passLocked()
