@@ -9,9 +9,9 @@ package channel
 // and Pop and Len from one goroutine at a time (the Receiver serialises
 // them), possibly while Pushes are running. A Queue belongs to one channel.
 //
-// The channel's readiness accounting (see channel.go) needs one promise
-// from Pop beyond "it returns what was pushed": once every Push has
-// returned, Pop returns every value not yet popped. Pop may return false
+// The channel's readiness accounting needs one promise from Pop beyond "it
+// returns what was pushed": once every Push has returned, Pop returns every
+// value not yet popped. Pop may return false
 // while a Push is still running, even for values whose own Push has
 // returned (a queue that keeps one order across producers may have to wait
 // for the slot of a slower producer); the Sender whose Push finishes last

@@ -9,13 +9,19 @@ import (
 )
 
 // Sender is the sending end of a channel. It is safe for concurrent use by
-// any number of goroutines; Clone gives each producer its own handle, which
-// keeps them from contending on one handle's counter and lets the channel
-// see when the last of them closes.
+// any number of goroutines; Clone gives each producer a handle of its own
+// (its own Registration and cache line), and the channel is disconnected
+// when the last handle closes.
 //
-// A Sender is a poll.Evented: registered with Writable interest, it is
-// reported when the channel has room (see NewBounded). Each Sender has its
-// own Registration, so clones may be driven by different Polls.
+// A Sender is a poll.Evented for Writable, each with its own Registration,
+// so clones may be driven by different Polls. Like a socket, a Sender is
+// Writable until one of its own Sends fills a bounded channel or finds it
+// full (TrySend returns ErrFull), and Writable again once room appears:
+// under Edge that is one event each time room appears after it found the
+// channel full, under Level an event on every Poll call while it is
+// Writable. A Sender of an unbounded channel is always Writable. When the
+// Receiver closes, every Sender becomes Writable|Hup (Hup reported if the
+// interest has it), and its Sends return ErrDisconnected.
 //
 // The zero Sender is not usable: its methods return an error wrapping
 // ErrInvalidArgument (Cap returns 0). Make Senders with New, NewBounded,
@@ -195,9 +201,10 @@ func (s *Sender[T]) Clone() (*Sender[T], error) {
 
 // Close closes this Sender: its later calls return ErrClosed, and a Send of
 // it blocked on a full channel returns ErrClosed. When the last Sender of
-// the channel is closed (and its Sends in progress have returned), the
-// Receiver becomes Readable|Hup and TryRecv returns ErrDisconnected once it
-// has returned every value. Closing twice returns ErrClosed.
+// the channel is closed, the Receiver becomes Readable|Hup and TryRecv
+// returns ErrDisconnected once it has returned every value sent. A Send
+// that races the Close of its own Sender either delivers its value before
+// ErrDisconnected or returns ErrClosed. Closing twice returns ErrClosed.
 func (s *Sender[T]) Close() error {
 	if s == nil || s.c == nil {
 		return errZeroSender
@@ -234,8 +241,8 @@ func (s *Sender[T]) Cap() int {
 	return int(s.c.capacity)
 }
 
-// Register implements poll.Evented: s is reported Writable while the
-// channel has room (see NewBounded for when exactly).
+// Register implements poll.Evented: s is reported Writable as the Sender
+// type describes.
 func (s *Sender[T]) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
 	if s == nil || s.c == nil {
 		return errZeroSender
