@@ -389,7 +389,7 @@ func TestSendRacesReceiverClose(t *testing.T) {
 				}
 			}()
 		}
-		waitFor(t, "a blocked Send", rx.c.waitingNow)
+		waitFor(t, "a blocked Send", rx.c.sleepingNow)
 		_, _ = rx.TryRecv()
 		require.NoError(t, rx.Close())
 		wg.Wait()

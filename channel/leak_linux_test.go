@@ -43,9 +43,9 @@ func TestLeakDescriptors(t *testing.T) {
 		if i%2 == 0 {
 			done := make(chan error, 1)
 			go func() { done <- tx.Send(i) }()
-			waitFor(t, "Send to block", rx.c.waitingNow)
+			waitFor(t, "Send to block", rx.c.sleepingNow)
 			require.NoError(t, rx.Close())
-			require.ErrorIs(t, <-done, ErrDisconnected)
+			require.ErrorIs(t, sendResult(t, done), ErrDisconnected)
 		} else {
 			require.NoError(t, rx.Close())
 		}

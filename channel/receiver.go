@@ -233,14 +233,16 @@ func (r *Receiver[T]) handBack(rest []T) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed { // closed during the loop: drop them, as Close did the rest
+		clear(rest)
+		return
+	}
 	ahead := make([]T, 0, len(rest)+len(r.ahead)-r.aheadAt)
 	ahead = append(ahead, rest...)
 	r.ahead = append(ahead, r.ahead[r.aheadAt:]...)
 	r.aheadAt = 0
 	clear(rest)
-	if !r.closed {
-		r.c.setR()
-	}
+	r.c.setR()
 }
 
 // Len returns the number of values sent and not yet received. A Send in

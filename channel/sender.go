@@ -218,16 +218,17 @@ func (s *Sender[T]) Close() error {
 			break
 		}
 	}
-	if s.state.CompareAndSwap(sClosed, sClosed|sFinished) {
-		s.finish()
-		return nil
-	}
-	// Operations in progress: the last to leave finishes. Wake a blocked
-	// Send of ours so that it returns.
+	// Wake a blocked Send of ours so that it sees the closed bit and
+	// returns. (With the built-in queue a Send holds no operation count,
+	// so it may be blocked even when none is counted.)
 	if s.c.capacity > 0 {
 		s.c.mu.Lock()
 		s.c.broadcastLocked()
 		s.c.mu.Unlock()
+	}
+	// If operations are in progress, the last to leave finishes.
+	if s.state.CompareAndSwap(sClosed, sClosed|sFinished) {
+		s.finish()
 	}
 	return nil
 }

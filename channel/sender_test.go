@@ -2,6 +2,7 @@ package channel
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -10,8 +11,26 @@ import (
 
 const txTok = poll.Token(2)
 
-// waiting reports whether a Send is blocked or a Sender waits for room.
-func (c *core[T]) waitingNow() bool { return c.waiting.Load() != 0 }
+// sleepingNow reports whether a Send is blocked in cond.Wait (a sleeper
+// not yet signalled).
+func (c *core[T]) sleepingNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sleepers > 0
+}
+
+// sendResult waits for the result of a Send running in another goroutine,
+// and fails if it has not returned within eventWait.
+func sendResult(t testing.TB, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(eventWait):
+		require.FailNow(t, "Send still blocked", "after %v", eventWait)
+		return nil
+	}
+}
 
 // TrySend on a full bounded channel returns ErrFull and never blocks; a
 // receive makes room for exactly one more.
@@ -126,7 +145,7 @@ func TestBoundedSendBlocks(t *testing.T) {
 	require.NoError(t, tx.Send(1))
 	done := make(chan error, 1)
 	go func() { done <- tx.Send(2) }()
-	waitFor(t, "Send to block", rx.c.waitingNow)
+	waitFor(t, "Send to block", rx.c.sleepingNow)
 	select {
 	case err := <-done:
 		t.Fatalf("Send returned (%v) on a full channel", err)
@@ -135,7 +154,7 @@ func TestBoundedSendBlocks(t *testing.T) {
 	v, err := rx.TryRecv()
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
-	require.NoError(t, <-done)
+	require.NoError(t, sendResult(t, done))
 	v, err = rx.TryRecv()
 	require.NoError(t, err)
 	require.Equal(t, 2, v)
@@ -154,9 +173,9 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 		require.NoError(t, tx.Send(1))
 		done := make(chan error, 1)
 		go func() { done <- tx.Send(2) }()
-		waitFor(t, "Send to block", rx.c.waitingNow)
+		waitFor(t, "Send to block", rx.c.sleepingNow)
 		require.NoError(t, rx.Close())
-		require.ErrorIs(t, <-done, ErrDisconnected)
+		require.ErrorIs(t, sendResult(t, done), ErrDisconnected)
 		require.Equal(t, poll.Writable|poll.Hup, waitEvent(t, p, txTok))
 		require.ErrorIs(t, tx.Send(3), ErrDisconnected)
 		require.NoError(t, tx.Close())
@@ -168,9 +187,9 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 		require.NoError(t, tx.Send(1))
 		done := make(chan error, 1)
 		go func() { done <- tx.Send(2) }()
-		waitFor(t, "Send to block", rx.c.waitingNow)
+		waitFor(t, "Send to block", rx.c.sleepingNow)
 		require.NoError(t, tx.Close())
-		require.ErrorIs(t, <-done, ErrClosed)
+		require.ErrorIs(t, sendResult(t, done), ErrClosed)
 		v, err := rx.TryRecv()
 		require.NoError(t, err)
 		require.Equal(t, 1, v)
