@@ -396,3 +396,52 @@ func TestSendRacesReceiverClose(t *testing.T) {
 		require.NoError(t, tx.Close())
 	}
 }
+
+// Concurrent TrySends never overfill a bounded channel, and fill it
+// exactly: producers racing on a channel nobody receives from get exactly
+// capacity values in, and after k receives exactly k more, whatever their
+// Senders' stale copies of the released count say.
+func TestBoundedCapacityExact(t *testing.T) {
+	const capacity, producers = 100, 4
+	tx, rx, err := NewBounded[int](capacity)
+	require.NoError(t, err)
+	defer rx.Close()
+	senders := make([]*Sender[int], producers)
+	for i := range senders {
+		senders[i], err = tx.Clone()
+		require.NoError(t, err)
+	}
+	fill := func() int64 {
+		var accepted atomic.Int64
+		var wg sync.WaitGroup
+		for _, s := range senders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					err := s.TrySend(1)
+					if errors.Is(err, ErrFull) {
+						return
+					}
+					if err != nil {
+						t.Errorf("TrySend: %v", err)
+						return
+					}
+					accepted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		return accepted.Load()
+	}
+	require.EqualValues(t, capacity, fill())
+	require.Equal(t, capacity, rx.Len())
+	for round, k := range []int{1, 37, capacity} {
+		for range k {
+			_, err := rx.TryRecv()
+			require.NoError(t, err)
+		}
+		require.EqualValues(t, k, fill(), "round %d", round)
+		require.Equal(t, capacity, rx.Len())
+	}
+}

@@ -173,7 +173,13 @@ func (q *segQueue[T]) reserveWithin(limit uint64, released, seen *atomic.Uint64)
 		if q.tail.CompareAndSwap(t, t+1) {
 			used = t - r + 1
 			if used >= limit { // perhaps only because r is old: look
-				used = t + 1 - released.Load()
+				// Others may have reserved and been received since, so
+				// released may have passed t.
+				if nr := released.Load(); nr <= t {
+					used = t + 1 - nr
+				} else {
+					used = 1
+				}
 			}
 			seg, k := q.locate(t)
 			return seg, k, used, true
