@@ -69,6 +69,7 @@ type wsOp struct {
 	src   int
 	what  string
 	pause int
+	sleep bool // wait until the consumer sleeps first
 	delay time.Duration
 	empty bool // change: by an empty interest rather than Deregister
 }
@@ -141,7 +142,7 @@ func wakeSources(t *rapid.T, be string) {
 			s.registered = true
 			srcs[i] = append(srcs[i], s)
 		}
-		rounds := rapid.IntRange(1, 30).Draw(t, "rounds")
+		rounds := rapid.IntRange(1, 20).Draw(t, "rounds")
 		for r := 0; r < rounds; r++ {
 			op := wsOp{src: rapid.IntRange(0, len(srcs[i])-1).Draw(t, "source")}
 			ops := wsRegOps
@@ -150,6 +151,7 @@ func wakeSources(t *rapid.T, be string) {
 			}
 			op.what = rapid.SampledFrom(ops).Draw(t, "op")
 			op.pause = rapid.IntRange(0, 5).Draw(t, "pause")
+			op.sleep = rapid.IntRange(0, 2).Draw(t, "when (0: once the consumer sleeps, else after the pause)") == 0
 			switch op.what {
 			case "delay", "delay outside":
 				op.delay = time.Duration(rapid.IntRange(0, 2000).Draw(t, "delay µs")) * time.Microsecond
@@ -347,7 +349,12 @@ func wakeSources(t *rapid.T, be string) {
 			defer wg.Done()
 			for r, op := range scripts[i] {
 				s := srcs[i][op.src]
-				pause(op.pause)
+				if op.sleep {
+					// Best effort: other producers may keep it awake.
+					probe.waitAsleep(20*time.Millisecond, nil)
+				} else {
+					pause(op.pause)
+				}
 				owed, from, err := wsRun(p, s, op, issue, retire, tick)
 				if err != nil {
 					fail("%s on %s: %v", op.what, s.label, err)
@@ -367,7 +374,7 @@ func wakeSources(t *rapid.T, be string) {
 					if s.reg == nil {
 						kind = "socket"
 					}
-					fail("%s on a %s %s: the consumer, blocked in Poll(-1), did not report it: %s (rule 8)", op.what, s.opts, kind, why)
+					fail("%s on a %s: the consumer, blocked in Poll(-1), did not report it: %s (rule 8)", op.what, kind, why)
 					return
 				}
 			}
