@@ -30,6 +30,13 @@
 // it is given that long (plus slack) before it MUST appear
 // (backend.lastingLatency).
 //
+// Besides the sources, a world may have a crowd (model_crowd.go): 1,000
+// to 3,000 Registrations, past the consumer's held list threshold
+// (heldKeep, 1,024), made ready, unset, re-armed and closed in bursts, and
+// modelled member by member with the same rules, so that the held list
+// grows, wraps around, releases idle members and is trimmed under the
+// model.
+//
 // One file per kind of source: model_fd.go (an end of a unix socket pair,
 // with the peer's writes, reads, half-closes and close; the read end of a
 // pipe, with the writer's writes and close) and model_registration.go
@@ -45,7 +52,19 @@
 //     Deregister, Misuse (bad arguments), the kinds' operations, and Poll
 //     with a capacity of 1 to 8 and a timeout of 0, 1-5ms or forever (only
 //     when the model knows it must return). Every result is checked
-//     against the model; spurious events are counted, not failed.
+//     against the model; spurious events are counted, not failed. Two
+//     steps reach what a single goroutine polling all the time does not:
+//     Lag (model_lag.go) lets time pass with no Poll call, past a whole
+//     rotation of a small wheel, after which every delay that came due
+//     must fire in the next call (rule 10); ChangeBlocked
+//     (model_blocked.go) has another goroutine Register or Reregister a
+//     quiet, ready source while this one blocks in Poll(-1), which must
+//     wake at once (rules 5, 8).
+//   - TestStateMachineCrowd (statemachine_crowd_test.go): the same with
+//     the crowd's steps (Crowd, CrowdBurst, CrowdUnset, CrowdRearm,
+//     CrowdClose, CrowdBurstBlocked from another goroutine during a
+//     Poll(-1), PollMany with a buffer of up to the whole crowd), on wheels
+//     of 4 to 16 slots of 1ms.
 //   - TestConcurrentNoLostWakeup, TestConcurrentNoLostReadiness,
 //     TestConcurrentRetire, TestConcurrentFdReuse, TestConcurrentClose
 //     (concurrency_test.go, for -race): producers on other goroutines with
@@ -55,6 +74,17 @@
 //     never carrying readiness outside its own interest (rules 6, 7, with
 //     a logical clock); no stale kernel event when descriptor numbers are
 //     reused; Poll.Close in the middle of everything.
+//   - TestConcurrentRegisterWakes (wake_register_test.go, rules 5, 8): a
+//     consumer blocked in Poll (forever, or for 5s) must be woken at once
+//     by a Register or Reregister, from another goroutine, that alone
+//     makes a Registration reportable (ready and newly registered, a
+//     widened interest, a re-armed oneshot, an edge reregistered).
+//   - TestConcurrentWakeSources (wake_sources_test.go, rules 2-5, 8, 10):
+//     SetReadiness, short delays, registration changes, a peer's writes,
+//     wake-ups for nothing and storms of queue and wheel wake-ups race a
+//     consumer that always blocks forever; every owed event is
+//     acknowledged, and the run ends by a known wake-up (a "done"
+//     Registration, Close, or both) that the last Poll(-1) must answer.
 //   - TestPeerLifecycle (statemachine_test.go): registered sockets
 //     through their peers' whole life (writes both ways, half-closes,
 //     close with data unread) with only short Polls in between: lasting
@@ -63,10 +93,28 @@
 //   - TestFairness (fairness_test.go): always-ready sources, a small
 //     buffer: none waits more than 2n+2 calls (rule 11).
 //   - TestDelayTiming, TestIdlePoll (timing_test.go): rule 10.
+//   - TestDelayBehind (timing_behind_test.go, rule 10): a consumer that
+//     does not poll for one to three rotations of a small wheel; every
+//     delay due by then fires in its next Poll, reported then or, for lack
+//     of room, in the calls that follow.
 //   - FuzzStateMachine, FuzzRegistrations (fuzz_test.go): the state
 //     machine as fuzz targets (rapid.MakeFuzz); go test runs their seeds.
 //   - regression_test.go: the shrunk counterexamples the properties found
 //     in the library, as plain tests.
+//
+// # Waiting for a wake-up
+//
+// A property that waits for a blocked Poll to wake up watches the
+// poller's thread (probe.go): /proc shows whether it is asleep in the
+// selector's system call, and a thread that has been woken never is. A
+// poller seen asleep for stallFast (100ms) while it owes an event was not
+// woken: the failure shows in a tenth of a second, however loaded the
+// machine, and a failing case shrinks without waiting out a long timeout
+// at every step. wakeBound (1s) and blockLimit (1s) remain as backstops
+// where the probe cannot judge. After a failure a kicker (kick.go), a
+// socket registered with the Poll, ends a Poll that the bug left blocked
+// for good, so that Close, which needs the broken wake-up, can finish and
+// the test reports instead of hanging.
 //
 // # Running
 //
@@ -99,7 +147,8 @@
 // PROPTEST_SOAK=1 multiplies rapid's checks by 100 (PROPTEST_SOAK=N, N >
 // 100, by N); it sets the -rapid.checks flag from TestMain, so it scales
 // RAPID_CHECKS or an explicit -rapid.checks too. The properties that mostly
-// sleep get a tenth of that (TestDelayTiming, TestIdlePoll) or a quarter
+// sleep get a tenth of that (TestDelayTiming, TestIdlePoll,
+// TestDelayBehind) or a quarter
 // (TestConcurrentFdReuse), so that they do not take the soak's whole time.
 // Give it time, for example:
 //
