@@ -148,8 +148,9 @@
 // 100, by N); it sets the -rapid.checks flag from TestMain, so it scales
 // RAPID_CHECKS or an explicit -rapid.checks too. The properties that mostly
 // sleep get a tenth of that (TestDelayTiming, TestIdlePoll,
-// TestDelayBehind) or a quarter
-// (TestConcurrentFdReuse), so that they do not take the soak's whole time.
+// TestDelayBehind) or a quarter (TestConcurrentFdReuse, and
+// TestStateMachineCrowd and TestConcurrentWakeSources, whose cases are
+// long), so that they do not take the soak's whole time.
 // Give it time, for example:
 //
 //	PROPTEST_SOAK=1 go test -race -timeout 30m ./proptest/

@@ -20,7 +20,10 @@ import (
 func TestStateMachineCrowd(t *testing.T) {
 	for _, b := range backendsUnderTest() {
 		t.Run(b, func(t *testing.T) {
-			checkScaled(t, 1, crowdMachine(backendOf(b)))
+			// A case costs tens of milliseconds (thousands of
+			// Registrations, lags of whole rotations): a quarter of the
+			// soak.
+			checkScaledSoak(t, 1, 4, crowdMachine(backendOf(b)))
 		})
 	}
 }

@@ -36,7 +36,8 @@ import (
 // wake-up: a final SetReadiness of a "done" Registration that the
 // consumer's last Poll(-1) must report, or Close, or both at once.
 func TestConcurrentWakeSources(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
+	// Its storms spin for the whole of a case: a quarter of the soak.
+	forEachBackendSoak(t, 4, func(be string) func(*rapid.T) {
 		return func(t *rapid.T) { wakeSources(t, be) }
 	})
 }
