@@ -84,9 +84,12 @@ func TestManySenders(t *testing.T) {
 					} else {
 						tx, rx = New[msg]()
 					}
-					defer rx.Close()
-					require.NoError(t, p.Register(rx, rxTok, poll.Readable, opts))
 					var wg sync.WaitGroup
+					defer func() { // on failure too: unblock the producers first
+						_ = rx.Close()
+						wg.Wait()
+					}()
+					require.NoError(t, p.Register(rx, rxTok, poll.Readable, opts))
 					for i := range producers {
 						s, err := tx.Clone()
 						require.NoError(t, err)
@@ -120,9 +123,12 @@ func TestWritableDrivenProducers(t *testing.T) {
 	p := newPoll(t)
 	tx, rx, err := NewBounded[msg](5)
 	require.NoError(t, err)
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
 	var wg sync.WaitGroup
+	defer func() { // on failure too: unblock the producers first
+		_ = rx.Close()
+		wg.Wait()
+	}()
+	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
 	for i := range producers {
 		s, err := tx.Clone()
 		require.NoError(t, err)

@@ -71,13 +71,16 @@ func channelConcurrent(backend string) func(*rapid.T) {
 		} else {
 			tx, rx = channel.New[chanMsg]()
 		}
-		defer rx.Close()
+		var wg sync.WaitGroup
+		defer func() { // on failure too: unblock the producers first
+			_ = rx.Close()
+			wg.Wait()
+		}()
 		if err := p.Register(rx, 1, poll.Readable, opts); err != nil {
 			t.Fatalf("Register: %v", err)
 		}
 
 		errs := make(chan error, producers)
-		var wg sync.WaitGroup
 		for i := range producers {
 			s, err := tx.Clone()
 			if err != nil {
@@ -95,7 +98,6 @@ func channelConcurrent(backend string) func(*rapid.T) {
 		if err := tx.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		defer wg.Wait()
 
 		next := make([]int, producers)
 		ev := poll.NewEvents(2)
