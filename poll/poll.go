@@ -128,6 +128,11 @@ func (p *Poll) Close() error {
 	return p.sel.Close()
 }
 
+// Closed reports whether Close has been called. Sources built on Poll use
+// it to let go of a Poll that has been closed, so that they can be
+// registered with another one. A nil Poll reports true.
+func (p *Poll) Closed() bool { return p == nil || p.closed.Load() }
+
 // Stats returns the Poll's counters. It is safe to call at any time from any
 // goroutine, also after Close.
 func (p *Poll) Stats() Stats {
