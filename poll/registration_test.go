@@ -434,7 +434,7 @@ func TestRegistrationErrors(t *testing.T) {
 			require.ErrorIs(t, p.Register(r, 1, bad, Edge), ErrInvalidInterest)
 			require.ErrorIs(t, p.Register(r, 1, Readable, Edge|Level), ErrInvalidOpts)
 			require.ErrorIs(t, p.Register(r, 1, Readable, PollOpt(1<<6)), ErrInvalidOpts)
-			require.ErrorIs(t, p.Register(r, reservedToken, Readable, Edge), ErrReservedToken)
+			require.ErrorIs(t, p.Register(r, ReservedToken, Readable, Edge), ErrReservedToken)
 			require.ErrorIs(t, p.Register(nil, 1, Readable, Edge), ErrInvalidArgument)
 			// Calling the Evented methods directly validates too.
 			require.ErrorIs(t, r.Register(p, 1, bad, Edge), ErrInvalidInterest)
@@ -448,7 +448,7 @@ func TestRegistrationErrors(t *testing.T) {
 			require.NoError(t, p2.Register(r, 1, Readable, Edge))
 			require.ErrorIs(t, s.DelayReadiness(Readable, -time.Millisecond), ErrInvalidArgument)
 			require.ErrorIs(t, p2.Reregister(r, 1, bad, Edge), ErrInvalidInterest)
-			require.ErrorIs(t, p2.Reregister(r, reservedToken, Readable, Edge), ErrReservedToken)
+			require.ErrorIs(t, p2.Reregister(r, ReservedToken, Readable, Edge), ErrReservedToken)
 			_, err := p2.Poll(nil, 0)
 			require.ErrorIs(t, err, ErrInvalidArgument)
 			// The refused Reregister changed nothing.
@@ -518,6 +518,7 @@ func TestRegistrationReregisterRace(t *testing.T) {
 				stop := make(chan struct{})
 				var wg sync.WaitGroup
 				var errs atomic.Value
+				var ops atomic.Int64 // producer calls made: proof that they ran
 				for g := range 3 {
 					wg.Add(1)
 					go func() {
@@ -540,6 +541,7 @@ func TestRegistrationReregisterRace(t *testing.T) {
 								errs.Store(err)
 								return
 							}
+							ops.Add(1)
 						}
 					}()
 				}
@@ -550,11 +552,18 @@ func TestRegistrationReregisterRace(t *testing.T) {
 						t.Errorf("producer: %v", err)
 					}
 				}()
+				// On a busy 2-core machine the producers may not have run
+				// at all yet: the race needs them running.
+				waitFor(t, func() bool { return ops.Load() >= 100 }, "the producers to run")
 
+				// A round is a Reregister and a Poll; keep going past 1000
+				// rounds until events have been seen, for as long as the
+				// producers need to get scheduled between rounds.
 				ev := NewEvents(8)
 				tok := Token(1)
 				seen := 0
-				for range 1000 {
+				deadline := time.Now().Add(eventWait)
+				for round := 0; round < 1000 || seen < 20 && time.Now().Before(deadline); round++ {
 					tok++
 					require.NoError(t, p.Reregister(r, tok, Readable|Writable, m.opts))
 					evs := pollEvents(t, p, ev, 0)
@@ -565,14 +574,15 @@ func TestRegistrationReregisterRace(t *testing.T) {
 					}
 					seen += len(evs)
 				}
-				require.NotZero(t, seen, "no event at all: the race was not exercised")
+				require.NotZero(t, seen, "no event in %v while the producers made %d calls", eventWait, ops.Load())
 
 				// Concurrent Reregister.
 				var begun, returned atomic.Uint64
 				begun.Store(uint64(tok))
 				returned.Store(uint64(tok))
 				rereg := make(chan error, 1)
-				const last = 6000
+				const rounds = 5000
+				last := uint64(tok) + rounds
 				go func() {
 					for k := uint64(tok) + 1; k <= last; k++ {
 						begun.Store(k)
@@ -585,7 +595,8 @@ func TestRegistrationReregisterRace(t *testing.T) {
 					rereg <- nil
 				}()
 				seen = 0
-				for done := false; !done; {
+				deadline = time.Now().Add(eventWait)
+				for done := false; !done || seen == 0 && time.Now().Before(deadline); {
 					select {
 					case err := <-rereg:
 						require.NoError(t, err)
@@ -601,7 +612,7 @@ func TestRegistrationReregisterRace(t *testing.T) {
 					}
 					seen += len(evs)
 				}
-				require.NotZero(t, seen, "no event at all: the race was not exercised")
+				require.NotZero(t, seen, "no event in %v while the producers made %d calls", eventWait, ops.Load())
 			})
 		}
 	})
