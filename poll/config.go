@@ -1,12 +1,17 @@
 package poll
 
-import "time"
+import (
+	"os"
+	"time"
+
+	"github.com/unipoll/unipoll/sys"
+)
 
 // Config tunes a Poll. The zero value is valid and means the defaults.
 type Config struct {
 	// Backend selects the OS mechanism: "epoll", "kqueue" or "poll". Empty
-	// means the UNIPOLL_BACKEND environment variable, or else the best one
-	// the OS has.
+	// means the UNIPOLL_BACKEND environment variable (EnvBackend), or else
+	// the best one the OS has.
 	Backend string
 	// WheelTick is the resolution of delayed readiness: a delay fires no
 	// earlier than asked and at most one tick late. Default 1ms.
@@ -31,7 +36,15 @@ const (
 	maxWheelSlots     = 1 << 20
 )
 
+// EnvBackend names the environment variable that chooses the backend of
+// every Poll whose Config leaves Backend empty: the test suite runs once per
+// backend with it (UNIPOLL_BACKEND=epoll, =poll).
+const EnvBackend = sys.EnvBackend
+
 func (c Config) withDefaults() (Config, error) {
+	if c.Backend == "" {
+		c.Backend = os.Getenv(EnvBackend)
+	}
 	if c.WheelTick < 0 || c.WheelSlots < 0 || c.WheelSlots > maxWheelSlots {
 		return c, wrapf(ErrInvalidArgument, "config: WheelTick %v, WheelSlots %d", c.WheelTick, c.WheelSlots)
 	}

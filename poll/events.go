@@ -22,6 +22,9 @@ func (e Event) String() string {
 // Events is a reusable buffer that Poll fills. Its capacity bounds how many
 // events one Poll call returns; sources that did not fit are reported by
 // later calls. An Events must not be used by two Poll calls at once.
+//
+// Make one with NewEvents. The zero Events (and a nil *Events) has no room:
+// Poll refuses it with ErrInvalidArgument, and it reads as empty.
 type Events struct {
 	buf []sysEvent // len is the number of events, cap the capacity
 }
@@ -35,10 +38,20 @@ func NewEvents(capacity int) *Events {
 }
 
 // Len is the number of events the last Poll stored.
-func (e *Events) Len() int { return len(e.buf) }
+func (e *Events) Len() int {
+	if e == nil {
+		return 0
+	}
+	return len(e.buf)
+}
 
 // Cap is the most events one Poll call can store.
-func (e *Events) Cap() int { return cap(e.buf) }
+func (e *Events) Cap() int {
+	if e == nil {
+		return 0
+	}
+	return cap(e.buf)
+}
 
 // At returns the i-th event; it panics if i is out of range, like a slice.
 func (e *Events) At(i int) Event {
@@ -49,6 +62,9 @@ func (e *Events) At(i int) Event {
 // All iterates over the stored events in order.
 func (e *Events) All() iter.Seq[Event] {
 	return func(yield func(Event) bool) {
+		if e == nil {
+			return
+		}
 		for _, ev := range e.buf {
 			if !yield(Event{Token: Token(ev.Key), Ready: Ready(ev.Ready)}) {
 				return
@@ -58,7 +74,11 @@ func (e *Events) All() iter.Seq[Event] {
 }
 
 // Clear empties the buffer; Poll does this itself before filling it.
-func (e *Events) Clear() { e.buf = e.buf[:0] }
+func (e *Events) Clear() {
+	if e != nil {
+		e.buf = e.buf[:0]
+	}
+}
 
 func (e *Events) full() bool { return len(e.buf) == cap(e.buf) }
 

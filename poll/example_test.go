@@ -56,7 +56,9 @@ func Example() {
 	// registration: Readable
 }
 
-// A Registration is level-triggered: reported on every Poll while ready.
+// A Registration registered as Level is reported on every Poll while it is
+// ready, until UnsetReadiness (registered as Edge, it would be reported
+// once per SetReadiness).
 func ExampleNewRegistration() {
 	p, _ := poll.New()
 	defer p.Close()

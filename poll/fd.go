@@ -16,50 +16,71 @@ import (
 //
 // Fd works with any descriptor the backend can watch: sockets, pipes,
 // eventfds, terminals. Regular files are refused by epoll with ErrInvalidFd.
+//
+// Registered with Edge, an Fd cannot see its own EAGAIN: call Rearm after
+// an operation on it returns EAGAIN, as the rule under Edge says, so that
+// an edge is reported once on every backend and none is lost.
 type Fd int
 
 // Register implements Evented.
 func (fd Fd) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	if p == nil {
-		return errNilPoll
+	if err := p.check(); err != nil {
+		return err
 	}
 	return p.registerFd(int(fd), t, interest, opts)
 }
 
 // Reregister implements Evented.
 func (fd Fd) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	if p == nil {
-		return errNilPoll
+	if err := p.check(); err != nil {
+		return err
 	}
 	return p.reregisterFd(int(fd), t, interest, opts)
 }
 
 // Deregister implements Evented.
 func (fd Fd) Deregister(p *Poll) error {
-	if p == nil {
-		return errNilPoll
+	if err := p.check(); err != nil {
+		return err
 	}
 	return p.deregisterFd(int(fd))
 }
 
 // Rearm tells p that an operation on fd for the readiness in r (Readable,
-// Writable or both) has just returned EAGAIN. Under Edge, portable code calls
-// it after every EAGAIN: where the kernel triggers edges natively (epoll,
-// kqueue) it costs nothing, and where the backend emulates edge (poll(2)) the
-// reported condition stays out of the poll set until it is re-armed, so that
-// an edge is reported once rather than on every Poll. The socket package's
-// types call it themselves. Reregister re-arms everything as well.
+// Writable or both) has just returned EAGAIN. Under Edge, portable code
+// calls it after every EAGAIN (see Edge): where the kernel triggers edges
+// natively (epoll, kqueue) it does nothing at all, and where the backend
+// emulates them (poll(2)) the reported condition stays out of the kernel's
+// view until it is re-armed, so that an edge is reported once rather than
+// on every Poll. The socket package's types call it themselves.
+// Reregister re-arms everything as well.
 func (fd Fd) Rearm(p *Poll, r Ready) error {
-	if p == nil {
+	if p == nil || p.sel == nil {
 		return errNilPoll
+	}
+	if p.nativeEdge {
+		return nil
 	}
 	return p.rearmFd(int(fd), r)
 }
 
-// rearmFd is a placeholder until the poll(2) backend's exact edge lands.
 func (p *Poll) rearmFd(fd int, r Ready) error {
-	_, _ = fd, r
-	return nil
+	if r == 0 || r&^allReady != 0 {
+		return wrapf(ErrInvalidArgument, "Rearm(%s)", r)
+	}
+	if err := checkFd(fd); err != nil {
+		return err
+	}
+	err := p.sel.Rearm(fd, uint32(r))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sys.ErrClosed), p.closed.Load():
+		return ErrClosed
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("rearm descriptor %d: %w: %w", fd, ErrNotRegistered, err)
+	}
+	return selectorError("rearm", fd, err)
 }
 
 // fdReg is the Poll's record of one registered descriptor.

@@ -12,29 +12,34 @@ import (
 // through the OS selector, Registrations through the readiness queue, and
 // delayed readiness through the timing wheel.
 //
-// Locking:
-//   - pollMu serialises Poll callers and is held for a whole Poll call; the
-//     fields marked "consumer" are only touched with it held. Close takes it
-//     to wait for a Poll in progress to leave before closing the selector,
-//     so the kernel descriptor is never closed under a goroutine using it.
-//   - regMu guards the descriptor table. Register, Reregister and
-//     Deregister of descriptors take it, and so does Poll while it turns
-//     kernel events into user events, which is what makes an event that
-//     the kernel produced before Deregister (or Reregister) returned be
-//     dropped (or carry the new token) instead of being delivered stale.
-//   - Registrations and the queue are lock-free; see readiness_queue.go.
-//   - The wheel has its own mutex; see wheel.go.
-//
-// Lock order: pollMu, then regMu, then a Registration's mu, then the
-// wheel's mu.
+// Make one with New or NewWithConfig; the zero Poll is not usable, and
+// every method with an error result returns an error matching
+// ErrInvalidArgument for it (and for a nil *Poll). All methods may be
+// called from any goroutine; see the package documentation.
 type Poll struct {
-	sel    sys.Selector
-	closed atomic.Bool
+	// Locking (not for users; ARCHITECTURE.md has the whole picture):
+	//   - pollMu serialises Poll callers and is held for a whole Poll call;
+	//     the fields marked "consumer" are only touched with it held. Close
+	//     takes it to wait for a Poll in progress to leave before closing
+	//     the selector, so the kernel descriptor is never closed under a
+	//     goroutine using it.
+	//   - regMu guards the descriptor table. Register, Reregister and
+	//     Deregister of descriptors take it, and so does Poll while it turns
+	//     kernel events into user events, which is what makes an event that
+	//     the kernel produced before Deregister (or Reregister) returned be
+	//     dropped (or carry the new token) instead of being delivered stale.
+	//   - Registrations and the queue are lock-free (readiness_queue.go).
+	//   - The wheel has its own mutex (wheel.go).
+	// Lock order: pollMu, then regMu, then a Registration's mu, then the
+	// wheel's mu.
+	sel        sys.Selector
+	nativeEdge bool // sel.Traits().NativeEdge, read on every Fd.Rearm
+	closed     atomic.Bool
 
 	pollMu    sync.Mutex
 	sysBuf    []sysEvent // consumer
 	held      nodeRing   // consumer: linked Registrations it holds (held.go)
-	epoch     uint64     // consumer: number of the current Poll call
+	epoch     uint64     // consumer: number of the current pass
 	userFirst bool       // consumer: which kind of source goes first
 	userBusy  bool       // consumer: the last call delivered Registration events
 	spinWait  time.Duration
@@ -45,6 +50,21 @@ type Poll struct {
 	queue readinessQueue
 	wheel wheel
 	stats statCounters
+}
+
+// errNilPoll is the answer of every method of a nil or zero Poll.
+var errNilPoll = wrapf(ErrInvalidArgument, "nil or zero Poll (make one with poll.New)")
+
+// check reports whether p can be used: not nil, not the zero Poll, and not
+// closed.
+func (p *Poll) check() error {
+	if p == nil || p.sel == nil {
+		return errNilPoll
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // New opens a Poll with the default configuration.
@@ -60,15 +80,27 @@ func NewWithConfig(c Config) (*Poll, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Poll{sel: sel, spinWait: c.SpinWait}
+	p := &Poll{sel: sel, nativeEdge: sel.Traits().NativeEdge, spinWait: c.SpinWait}
 	wake := func() { _ = sel.Wake() }
 	p.queue.init(wake)
 	p.wheel.init(c.WheelTick, c.WheelSlots, wake)
 	return p, nil
 }
 
-// Backend names the OS mechanism in use: "epoll", "kqueue" or "poll".
-func (p *Poll) Backend() string { return p.sel.Name() }
+// Backend names the OS mechanism in use: "epoll", "kqueue" or "poll" ("" for
+// a nil or zero Poll).
+func (p *Poll) Backend() string {
+	if p == nil || p.sel == nil {
+		return ""
+	}
+	return p.sel.Name()
+}
+
+// EdgeEmulated reports whether this Poll's backend emulates edge
+// triggering for descriptors (poll(2)) instead of the kernel doing it
+// (epoll, kqueue). Code that follows the rule given under Edge works the
+// same either way; this is for tests and diagnostics.
+func (p *Poll) EdgeEmulated() bool { return p != nil && p.sel != nil && !p.nativeEdge }
 
 // Register adds e to the Poll under token t, to be reported when it becomes
 // ready for any kind in interest, in the trigger mode opts.
@@ -79,7 +111,7 @@ func (p *Poll) Register(e Evented, t Token, interest Ready, opts PollOpt) error 
 	if e == nil {
 		return wrapf(ErrInvalidArgument, "Register: nil Evented")
 	}
-	if _, err := validate(t, interest, opts); err != nil {
+	if err := p.check(); err != nil {
 		return err
 	}
 	return e.Register(p, t, interest, opts)
@@ -93,7 +125,7 @@ func (p *Poll) Reregister(e Evented, t Token, interest Ready, opts PollOpt) erro
 	if e == nil {
 		return wrapf(ErrInvalidArgument, "Reregister: nil Evented")
 	}
-	if _, err := validate(t, interest, opts); err != nil {
+	if err := p.check(); err != nil {
 		return err
 	}
 	return e.Reregister(p, t, interest, opts)
@@ -105,14 +137,21 @@ func (p *Poll) Deregister(e Evented) error {
 	if e == nil {
 		return wrapf(ErrInvalidArgument, "Deregister: nil Evented")
 	}
+	if err := p.check(); err != nil {
+		return err
+	}
 	return e.Deregister(p)
 }
 
 // Close releases the Poll. A goroutine blocked in Poll wakes up and returns
 // ErrClosed; every later call returns ErrClosed; SetReadiness on
 // Registrations bound to this Poll becomes a harmless no-op that returns
-// ErrClosed. Registered descriptors are not closed.
+// ErrClosed. Registered descriptors are not closed, and they are free to be
+// registered with another Poll.
 func (p *Poll) Close() error {
+	if p == nil || p.sel == nil {
+		return errNilPoll
+	}
 	if p.closed.Swap(true) {
 		return ErrClosed
 	}
@@ -130,19 +169,24 @@ func (p *Poll) Close() error {
 
 // Closed reports whether Close has been called. Sources built on Poll use
 // it to let go of a Poll that has been closed, so that they can be
-// registered with another one. A nil Poll reports true.
-func (p *Poll) Closed() bool { return p == nil || p.closed.Load() }
+// registered with another one. A nil or zero Poll reports true.
+func (p *Poll) Closed() bool { return p == nil || p.sel == nil || p.closed.Load() }
 
 // Stats returns the Poll's counters. It is safe to call at any time from any
-// goroutine, also after Close.
+// goroutine, also after Close; a nil or zero Poll has none.
 func (p *Poll) Stats() Stats {
+	if p == nil || p.sel == nil {
+		return Stats{}
+	}
 	s := &p.stats
+	c := p.sel.Counters()
 	return Stats{
 		Polls:        s.polls.Load(),
 		Selects:      s.selects.Load(),
 		OSEvents:     s.osEvents.Load(),
 		UserEvents:   s.userEvents.Load(),
-		WakerWrites:  p.sel.WakerWrites(),
+		KernelWaits:  c.Waits,
+		WakerWrites:  c.WakerWrites,
 		EmptyWakeups: s.emptyWakeups.Load(),
 		TimedWakeups: s.timedWakeups.Load(),
 		Stale:        s.stale.Load(),

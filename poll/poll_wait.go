@@ -17,6 +17,9 @@ import (
 //
 // Concurrent callers are serialised: one waits while the other polls.
 func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
+	if p == nil || p.sel == nil {
+		return 0, errNilPoll
+	}
 	if ev == nil || cap(ev.buf) == 0 {
 		return 0, wrapf(ErrInvalidArgument, "Poll needs an Events from NewEvents")
 	}

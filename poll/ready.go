@@ -1,19 +1,21 @@
 package poll
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/unipoll/unipoll/sys"
 )
 
 // Token identifies a registered source in the events Poll returns. The caller
-// chooses it; unipoll never interprets it. The largest value is reserved for
-// unipoll's own use (see ErrReservedToken).
+// chooses it; unipoll never interprets it. One value, ReservedToken, is
+// refused.
 type Token uint64
 
-// reservedToken is refused at registration so that layers built on Poll
-// (the event loop) can use it for their own sources without colliding.
-const reservedToken = Token(^uint64(0))
+// ReservedToken is the one Token a caller may not register (ErrReservedToken):
+// it is kept free so that a layer built on Poll can give it to a source of
+// its own without colliding with its users' tokens.
+const ReservedToken = Token(^uint64(0))
 
 // Ready is a set of readiness kinds: in an interest set, what the caller
 // wants to hear about; in an Event, what happened.
@@ -82,18 +84,31 @@ func (r Ready) String() string {
 			b.WriteByte('|')
 		}
 		b.WriteString("0x")
-		b.WriteString(strings.ToLower(hex32(uint32(rest))))
+		b.WriteString(strconv.FormatUint(uint64(rest), 16))
 	}
 	return b.String()
 }
 
-// PollOpt is a trigger mode: exactly one of Edge and Level, optionally with
-// Oneshot. Oneshot alone means Level|Oneshot.
+// PollOpt is a trigger mode: Edge or Level, optionally with Oneshot. Level
+// is the default: the zero PollOpt means Level, and Oneshot alone means
+// Level|Oneshot. Edge and Level together, or bits that are none of the
+// three, are refused with ErrInvalidOpts.
 type PollOpt uint8
 
 // Trigger modes; see the package documentation for their exact meaning.
 const (
 	// Edge reports a source once each time new readiness arrives.
+	//
+	// The rule for portable code: after an Edge event, do the operation
+	// (read, write, accept) until it returns EAGAIN (for a stream socket's
+	// read, a short read also ends the pass), and after an EAGAIN on a
+	// raw Fd call Fd.Rearm; the socket package's types do that
+	// themselves. Where the kernel triggers edges natively (epoll, kqueue)
+	// Rearm costs nothing; where the backend emulates them (poll(2), see
+	// Poll.EdgeEmulated) a reported condition stays out of the kernel's
+	// view until it is re-armed (or the source is reregistered), so it is
+	// reported once rather than on every Poll, and nothing is lost by a
+	// caller who follows the rule.
 	Edge = PollOpt(sys.Edge)
 	// Level reports a source on every Poll while it is ready.
 	Level = PollOpt(sys.Level)
@@ -110,46 +125,44 @@ func (o PollOpt) IsLevel() bool { return o&Edge == 0 }
 // IsOneshot reports whether o includes Oneshot.
 func (o PollOpt) IsOneshot() bool { return o&Oneshot != 0 }
 
-// String is "Edge", "Level", "Edge|Oneshot" or "Level|Oneshot".
+// String is "Edge", "Level", "Edge|Oneshot" or "Level|Oneshot" for valid
+// modes. An invalid one shows what is wrong with it: "Edge|Level", or the
+// unknown bits in hexadecimal ("Edge|0x10").
 func (o PollOpt) String() string {
-	s := "Level"
-	if o&Edge != 0 {
-		s = "Edge"
+	var parts []string
+	switch {
+	case o&(Edge|Level) == Edge|Level:
+		parts = append(parts, "Edge", "Level")
+	case o&Edge != 0:
+		parts = append(parts, "Edge")
+	case o&Level != 0 || o&^(Edge|Level|Oneshot) == 0:
+		parts = append(parts, "Level")
 	}
 	if o&Oneshot != 0 {
-		s += "|Oneshot"
+		parts = append(parts, "Oneshot")
 	}
 	if rest := o &^ (Edge | Level | Oneshot); rest != 0 {
-		s += "|0x" + hex32(uint32(rest))
+		parts = append(parts, "0x"+strconv.FormatUint(uint64(rest), 16))
 	}
-	return s
-}
-
-func hex32(v uint32) string {
-	const digits = "0123456789abcdef"
-	if v == 0 {
-		return "0"
-	}
-	var buf [8]byte
-	i := len(buf)
-	for v > 0 {
-		i--
-		buf[i] = digits[v&0xf]
-		v >>= 4
-	}
-	return string(buf[i:])
+	return strings.Join(parts, "|")
 }
 
 // validate checks a registration's arguments and normalises the mode.
 func validate(t Token, interest Ready, opts PollOpt) (PollOpt, error) {
-	if t == reservedToken {
+	if t == ReservedToken {
 		return 0, ErrReservedToken
 	}
-	if interest&^allReady != 0 {
-		return 0, wrapf(ErrInvalidInterest, "interest %s", interest)
+	switch {
+	case interest == 0:
+		return 0, wrapf(ErrInvalidInterest, "empty interest: the source could never be reported")
+	case interest&^allReady != 0:
+		return 0, wrapf(ErrInvalidInterest, "interest %s: unknown bits 0x%x", interest, uint32(interest&^allReady))
 	}
-	if opts&^(Edge|Level|Oneshot) != 0 || opts&(Edge|Level) == Edge|Level {
-		return 0, wrapf(ErrInvalidOpts, "opts %s", opts)
+	switch {
+	case opts&^(Edge|Level|Oneshot) != 0:
+		return 0, wrapf(ErrInvalidOpts, "opts %s: unknown bits 0x%x", opts, uint8(opts&^(Edge|Level|Oneshot)))
+	case opts&(Edge|Level) == Edge|Level:
+		return 0, wrapf(ErrInvalidOpts, "opts %s: Edge and Level together, choose one", opts)
 	}
 	if opts&Edge == 0 {
 		opts |= Level

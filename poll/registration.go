@@ -96,8 +96,8 @@ func NewRegistration() (*Registration, *SetReadiness) {
 
 // Register implements Evented.
 func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	if p == nil {
-		return errNilPoll
+	if err := p.check(); err != nil {
+		return err
 	}
 	opts, err := validate(t, interest, opts)
 	if err != nil {
@@ -126,8 +126,8 @@ func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) 
 
 // Reregister implements Evented.
 func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	if p == nil {
-		return errNilPoll
+	if err := p.check(); err != nil {
+		return err
 	}
 	opts, err := validate(t, interest, opts)
 	if err != nil {
@@ -148,8 +148,8 @@ func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt
 // Deregister implements Evented. Readiness is kept and reported again if the
 // Registration is registered again.
 func (r *Registration) Deregister(p *Poll) error {
-	if p == nil {
-		return errNilPoll
+	if err := p.check(); err != nil {
+		return err
 	}
 	n, err := r.node()
 	if err != nil {
@@ -195,8 +195,6 @@ func (r *Registration) Close() error {
 }
 
 var errNilRegistration = wrapf(ErrInvalidArgument, "nil Registration or SetReadiness (use NewRegistration)")
-
-var errNilPoll = wrapf(ErrInvalidArgument, "nil Poll")
 
 func (r *Registration) node() (*regNode, error) {
 	if r == nil || r.n == nil {

@@ -8,6 +8,11 @@ type Stats struct {
 	Polls uint64
 	// Selects is the number of times Poll entered the OS selector.
 	Selects uint64
+	// KernelWaits is the number of system calls the selector made to wait
+	// or look for events (epoll_wait, poll, kevent), retries included. One
+	// Select may make more than one (poll(2) looks at resting descriptors
+	// on their own); an idle Poll makes almost none.
+	KernelWaits uint64
 	// OSEvents is the number of descriptor events delivered.
 	OSEvents uint64
 	// UserEvents is the number of Registration events delivered.
@@ -25,7 +30,8 @@ type Stats struct {
 	// nothing delayed it stays 0: an idle Poll does not wake up.
 	TimedWakeups uint64
 	// Stale counts kernel events dropped because their descriptor had been
-	// deregistered or reregistered in the meantime.
+	// deregistered in the meantime (its generation, part of the key the
+	// kernel holds, no longer matches).
 	Stale uint64
 }
 

@@ -471,11 +471,6 @@ var modes = []struct {
 	{"EdgeOneshot", Edge | Oneshot},
 }
 
-// emulatesEdge reports whether a backend implements Edge by level
-// triggering, so that it may report spurious repeats (rule 9) and a test can
-// only assert that nothing is lost.
-func emulatesEdge(p *Poll) bool { return p.Backend() == sys.BackendPoll }
-
 // forModes runs fn as a subtest per mode in modes whose name is in names
 // (all of them when names is empty).
 func forModes(t *testing.T, names []string, fn func(t *testing.T, opts PollOpt)) {

@@ -220,14 +220,21 @@ func (w *wheel) sleepTimeout(timeout time.Duration) (time.Duration, bool) {
 	if due == math.MaxInt64 {
 		return timeout, false
 	}
-	until := time.Duration(due)*w.tick - time.Since(w.origin)
-	if until < 0 {
-		until = 0
-	}
+	until := w.untilTick(due)
 	if timeout >= 0 && timeout <= until {
 		return timeout, false
 	}
 	return until, true
+}
+
+// untilTick is the time from now to the start of tick due, never negative,
+// and saturated at the largest Duration rather than wrapping: a delay of
+// centuries on a coarse tick must not become a timeout of zero.
+func (w *wheel) untilTick(due int64) time.Duration {
+	if due > int64(math.MaxInt64/w.tick) {
+		return math.MaxInt64
+	}
+	return max(time.Duration(due)*w.tick-time.Since(w.origin), 0)
 }
 
 // awake ends the sleep recorded by sleepTimeout.

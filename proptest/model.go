@@ -82,7 +82,7 @@ type impl interface {
 	// filtered reports whether the backend may hand Poll an event for
 	// this source that Poll then drops (readiness outside interest), which
 	// costs a slot in the call's buffer.
-	filtered(interest poll.Ready) bool
+	filtered(interest, quiet poll.Ready) bool
 	// release destroys the real object; the model has deregistered it
 	// when needed. After release the source is gone.
 	release(t *rapid.T, w *world, s *src)
@@ -123,26 +123,35 @@ var kinds []kind
 // registerKind adds a kind to the model; kind files call it from init.
 func registerKind(k kind) { kinds = append(kinds, k) }
 
-// backend is what the model needs to know about a selector.
+// backend is what the model needs to know about a selector. It asks the
+// selector itself (sys.Traits) rather than knowing backends by name.
 type backend struct {
 	name string
-	// edgeByLevel: descriptors registered edge-triggered are watched
-	// level-triggered, so a ready descriptor may be reported again on any
-	// call (a spurious event, rule 9).
-	edgeByLevel bool
+	// edgeEmulated: the selector emulates edge triggering (poll(2)). A
+	// condition an event reported is quiet (src.quiet) until the caller
+	// re-arms it with Fd.Rearm after EAGAIN, or reregisters: an arrival
+	// while it is quiet is no new edge there, and is reported once the
+	// caller re-arms. Natively every arrival is an edge and Rearm does
+	// nothing.
+	edgeEmulated bool
 	// lastingLatency: a descriptor whose only readiness is a lasting
 	// hang-up or error already reported (or outside its interest) may be
 	// looked at again only this much later, so a new condition on it (an
-	// error after a hang-up) may be reported that late. poll(2) rests such
-	// descriptors for its restRecheck (10ms); epoll needs no resting.
+	// error after a hang-up) may be reported that late: the selector's
+	// RestLatency, plus timer slack. Zero where nothing rests.
 	lastingLatency time.Duration
 }
 
 func backendOf(name string) backend {
-	b := backend{name: name}
-	if name == sys.BackendPoll {
-		b.edgeByLevel = true
-		b.lastingLatency = 10*time.Millisecond + 10*time.Millisecond // restRecheck, plus timer slack
+	sel, err := sys.New(name)
+	if err != nil {
+		panic(fmt.Sprintf("proptest: backend %q: %v", name, err))
+	}
+	defer sel.Close()
+	tr := sel.Traits()
+	b := backend{name: name, edgeEmulated: !tr.NativeEdge}
+	if tr.RestLatency > 0 {
+		b.lastingLatency = tr.RestLatency + 20*time.Millisecond
 	}
 	return b
 }
@@ -175,6 +184,8 @@ type src struct {
 	missed     int       // consecutive calls that had no room for a MUST event of it
 	gone       bool      // released/closed: never reported again
 	graceUntil time.Time // MUST events of it may be late until then (backend.lastingLatency)
+	mayUntil   time.Time // a change on it may be reported (late) until then
+	quiet      poll.Ready // emulated edge: conditions reported and not re-armed, lasting ones reported (backend.edgeEmulated)
 
 	// Per Poll call, set by timed impls.
 	callMay   bool       // an undecidable change may make it reportable in this call
@@ -195,6 +206,17 @@ func (s *src) String() string {
 	}
 	return fmt.Sprintf("%s(token %d, %s, %s%s, owed=%v may=%v, %v)",
 		s.label, s.token, s.interest, s.opts, arm, s.owed, s.mayFire, s.impl)
+}
+
+// live is the part of sure readiness that can make an event now: for an
+// emulated edge, not what is quiet. An owed edge is due only while
+// something it may report is there: an edge whose cause is gone (data
+// read since) and whose other readiness is quiet makes no event.
+func (s *src) live(sure poll.Ready) poll.Ready {
+	if s.opts.IsLevel() {
+		return sure
+	}
+	return sure &^ s.quiet
 }
 
 // armedNow reports whether the source can be reported at all.
@@ -363,6 +385,7 @@ func (w *world) notify(s *src, arrived poll.Ready) {
 	if !s.armedNow() {
 		return
 	}
+	arrived &^= s.quiet // no edge for a quiet condition until it is re-armed
 	sure, maybe := s.impl.ready(s.interest)
 	switch {
 	case arrived&sure != 0:
@@ -408,7 +431,7 @@ func (w *world) drawToken(t *rapid.T, label string) poll.Token {
 var optsChoices = []poll.PollOpt{poll.Level, poll.Edge, poll.Level | poll.Oneshot, poll.Edge | poll.Oneshot}
 
 func drawInterest(t *rapid.T) poll.Ready {
-	return poll.Ready(rapid.Uint32Range(0, 31).Draw(t, "interest"))
+	return poll.Ready(rapid.Uint32Range(1, 31).Draw(t, "interest"))
 }
 
 func drawOpts(t *rapid.T) poll.PollOpt {
@@ -423,7 +446,7 @@ func (w *world) arm(s *src, tok poll.Token, interest poll.Ready, opts poll.PollO
 	}
 	s.registered, s.bound = true, true
 	s.token, s.interest, s.opts, s.armed = tok, interest, opts, true
-	s.missed = 0
+	s.missed, s.quiet = 0, 0
 	sure, maybe := s.impl.ready(interest)
 	s.owed = sure != 0
 	s.mayFire = maybe != 0
@@ -507,7 +530,7 @@ func (w *world) Check(t *rapid.T) {
 // sentinel error and change nothing.
 func (w *world) Misuse(t *rapid.T) {
 	what := rapid.SampledFrom([]string{
-		"nil Evented", "reserved token", "bad interest", "bad opts", "bad Events",
+		"nil Evented", "reserved token", "bad interest", "empty interest", "bad opts", "bad Events",
 	}).Draw(t, "misuse")
 	s := w.pick(t, nil, "source")
 	e := s.impl.evented()
@@ -537,6 +560,13 @@ func (w *world) Misuse(t *rapid.T) {
 			err = w.p.Reregister(e, s.token, bad, poll.Level)
 		} else {
 			err = w.p.Register(e, 1, bad, poll.Level)
+		}
+	case "empty interest":
+		want = poll.ErrInvalidInterest
+		if s.registered {
+			err = w.p.Reregister(e, s.token, 0, poll.Level)
+		} else {
+			err = w.p.Register(e, 1, 0, poll.Level)
 		}
 	case "bad opts":
 		want = poll.ErrInvalidOpts
@@ -641,7 +671,7 @@ func (w *world) mustReturn() bool {
 			continue
 		}
 		sure, _ := s.impl.ready(s.interest)
-		if sure != 0 && (s.opts.IsLevel() || s.owed) {
+		if s.live(sure) != 0 && (s.opts.IsLevel() || s.owed) {
 			return true
 		}
 		if tm, ok := s.impl.(timed); ok {
@@ -658,7 +688,7 @@ func (w *world) mustReturn() bool {
 // still leave a ready source for the next call.
 func (w *world) fdExcuse() bool {
 	for _, s := range w.registered() {
-		if s.impl.isFd() && s.impl.filtered(s.interest) {
+		if s.impl.isFd() && s.impl.filtered(s.interest, s.quiet) {
 			return true
 		}
 	}
@@ -792,17 +822,20 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 		sure &^= s.firedNow // became ready during the call: the event may precede it
 		armed := s.armedNow()
 		level := s.opts.IsLevel()
-		emulated := s.impl.isFd() && w.be.edgeByLevel && !level
 		fired := s.firedEdge & s.interest
 		witness := s.firedNow & s.interest
-		must := armed && ((sure != 0 && (level || s.owed)) || fired != 0)
+		// An owed edge is due only while something it may report is
+		// there: under an emulated edge, quiet conditions are not asked
+		// for, so an edge whose cause is gone (data read since) and whose
+		// other readiness is quiet makes no event.
+		must := armed && ((s.live(sure) != 0 && (level || s.owed)) || fired != 0)
 		if must && c.start.Before(s.graceUntil) {
 			must = false // may still be resting in the backend (lastingLatency)
 		}
 		if s.changedNow == changeMay {
 			must = false // registered during the call, which may have ended first
 		}
-		may := armed && (sure|maybe) != 0 && (level || s.owed || s.mayFire || s.callMay || emulated || fired != 0)
+		may := armed && (sure|maybe) != 0 && (level || s.owed || s.mayFire || s.callMay || fired != 0 || c.start.Before(s.mayUntil))
 		r, reported := c.got[s.token]
 		if reported {
 			switch {
@@ -814,8 +847,11 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 				w.fatalf(t, "Poll#%d reported %s with %s, outside its interest %s (rule 6)", c.idx, s.label, r, s.interest)
 			case r&^maybe != 0:
 				w.fatalf(t, "Poll#%d reported %s with %s, but only %s can be ready (stale or invented readiness)", c.idx, s.label, r, maybe)
-			case sure&^r != 0:
-				w.fatalf(t, "Poll#%d reported %s with %s, missing %s which is ready (incomplete event)", c.idx, s.label, r, sure&^r)
+			case sure&^r&^s.quiet != 0:
+				// An emulated edge may leave out what an earlier event
+				// reported and the caller has not re-armed (kqueue's
+				// per-filter edges do the same).
+				w.fatalf(t, "Poll#%d reported %s with %s, missing %s which is ready (incomplete event)", c.idx, s.label, r, sure&^r&^s.quiet)
 			case !may:
 				w.fatalf(t, "Poll#%d reported %s (%s, %s) with %s, but nothing new arrived since its last event (rule 2: one notification per edge)", c.idx, s.label, s.interest, s.opts, r)
 			}
@@ -834,6 +870,13 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 				// cannot be told from the event, one may come.
 				s.owed = witness != 0 && r&witness != witness
 				s.mayFire = s.callMay || (fired != 0 && witness == 0)
+				if w.be.edgeEmulated {
+					if fi, ok := s.impl.(fdImpl); ok {
+						// What it asked for and got, and the lasting
+						// hang-up or error it has now reported once.
+						s.quiet |= fdQuieted(fi.kernel(), s.interest, s.quiet) | r&(poll.Error|poll.Hup)
+					}
+				}
 			}
 			continue
 		}

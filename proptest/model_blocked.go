@@ -60,8 +60,7 @@ func (w *world) reportable(s *src) bool {
 		return false
 	}
 	sure, maybe := s.impl.ready(s.interest)
-	emulated := s.impl.isFd() && w.be.edgeByLevel && !s.opts.IsLevel()
-	return (sure|maybe) != 0 && (s.opts.IsLevel() || s.owed || s.mayFire || emulated)
+	return (sure|maybe) != 0 && (s.opts.IsLevel() || s.owed || s.mayFire)
 }
 
 // quietBefore reports whether nothing but a change could end a blocking

@@ -77,7 +77,7 @@ type chanImpl struct {
 
 func (im *chanImpl) evented() poll.Evented { return im.rx }
 func (im *chanImpl) isFd() bool            { return false }
-func (im *chanImpl) filtered(poll.Ready) bool {
+func (im *chanImpl) filtered(_, _ poll.Ready) bool {
 	return false
 }
 

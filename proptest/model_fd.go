@@ -123,10 +123,44 @@ func fdReady(sure, maybe kflags, interest poll.Ready) (poll.Ready, poll.Ready) {
 	return fdMask(kReady(sure&req), false) & interest, fdMask(kReady(maybe&req), true) & interest
 }
 
+// fdImpl is implemented by the descriptor kinds: their registered end's
+// kernel conditions now.
+type fdImpl interface{ kernel() kflags }
+
+// fdQuieted is what an emulated edge stops asking for once it reports an
+// event: the conditions it asked for (interest less what was quiet already)
+// that the kernel reported. Hang-ups and errors cannot be left out of a
+// poll(2) set; those are the lasting conditions the model gives
+// backend.lastingLatency instead.
+func fdQuieted(k kflags, interest, quiet poll.Ready) poll.Ready {
+	return kReady(k & requested(interest&^quiet) & (kIN | kOUT | kPRI))
+}
+
+// rearm is what a caller following the rule under poll.Edge does after a
+// read that returned EAGAIN, or a short read (the socket or pipe was
+// drained at that moment): it re-arms Readable, which ends its quiet.
+func (w *world) rearm(t *rapid.T, s *src, fd int) {
+	if s.registered && !w.closed {
+		err := poll.Fd(fd).Rearm(w.p, poll.Readable)
+		w.logf("%s: Rearm(Readable) = %v", s.label, err)
+		w.expectErr(t, "Rearm", err, nil)
+	}
+	if s.quiet&poll.Readable != 0 && s.armedNow() {
+		// Re-armed while still readable (EOF after a short read): an
+		// emulated edge reports it again, spuriously (rule 9).
+		if sure, _ := s.impl.ready(s.interest); sure&poll.Readable != 0 {
+			s.mayFire = true
+		}
+	}
+	s.quiet &^= poll.Readable
+}
+
 // fdFiltered: the kernel may report something that Poll drops because,
-// mapped strictly (fd.go's maskReady), none of it is in the interest.
-func fdFiltered(maybe kflags, interest poll.Ready) bool {
-	seen := maybe & requested(interest)
+// mapped strictly (fd.go's maskReady), none of it is in the interest. What
+// an emulated edge keeps quiet is not asked for, so it is not there to
+// keep the event.
+func fdFiltered(maybe kflags, interest, quiet poll.Ready) bool {
+	seen := maybe & requested(interest&^quiet)
 	return seen != 0 && fdMask(kReady(seen), false)&interest == 0
 }
 
@@ -139,19 +173,29 @@ func (w *world) fdChanged(s *src, before kflags) {
 	if !s.armedNow() {
 		return
 	}
+	// A descriptor whose only readiness the selector was watching was
+	// lasting (hang-up, error; quiet conditions are not watched) may be
+	// resting in the backend: the news, or a mere wake-up, may be late.
+	const lasting = kERR | kHUP | kRDHUP
+	resting := false
+	if w.be.lastingLatency > 0 {
+		seen := before & requested(s.interest&^s.quiet)
+		resting = seen != 0 && seen&^lasting == 0
+	}
 	was, _ := fdReady(before, before, s.interest)
 	is, _ := s.impl.ready(s.interest)
 	fresh := is &^ was
 	if fresh == 0 {
 		w.jiggle(s)
-		return
+	} else {
+		w.notify(s, fresh)
 	}
-	w.notify(s, fresh)
-	// A descriptor whose only kernel readiness was lasting (hang-up,
-	// error) may be resting in the backend: the news may be late.
-	const lasting = kERR | kHUP | kRDHUP
-	if seen := before & requested(s.interest); w.be.lastingLatency > 0 && seen != 0 && seen&^lasting == 0 {
-		s.graceUntil = time.Now().Add(w.be.lastingLatency)
+	if resting {
+		until := time.Now().Add(w.be.lastingLatency)
+		s.mayUntil = until
+		if fresh != 0 {
+			s.graceUntil = until
+		}
 	}
 }
 
@@ -257,14 +301,16 @@ func (im *sockImpl) cond() (sure, maybe kflags) {
 	return sure, sure
 }
 
+func (im *sockImpl) kernel() kflags { s, _ := im.cond(); return s }
+
 func (im *sockImpl) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
 	s, m := im.cond()
 	return fdReady(s, m, interest)
 }
 
-func (im *sockImpl) filtered(interest poll.Ready) bool {
+func (im *sockImpl) filtered(interest, quiet poll.Ready) bool {
 	_, m := im.cond()
-	return fdFiltered(m, interest)
+	return fdFiltered(m, interest, quiet)
 }
 
 func (im *sockImpl) String() string {
@@ -314,6 +360,9 @@ func sockRead(t *rapid.T, w *world, s *src) {
 			w.fatalf(t, "read: got %d, %v, want %d", m, err, min(k, im.inA))
 		}
 		im.inA -= m
+		if m < k {
+			w.rearm(t, s, im.a) // a short read: drained
+		}
 	case im.err && err == unix.ECONNRESET:
 		im.err = false
 	case im.err:
@@ -324,6 +373,7 @@ func sockRead(t *rapid.T, w *world, s *src) {
 		}
 	default:
 		w.expectErr(t, "read of an empty socket", err, unix.EAGAIN)
+		w.rearm(t, s, im.a)
 	}
 }
 
@@ -335,6 +385,9 @@ func sockDrain(t *rapid.T, w *world, s *src) {
 		w.fatalf(t, "drain: %d bytes, eof %v, reset %v, %v; want %d bytes, eof %v, reset %v", n, eof, reset, err, im.inA, im.wrShut, im.err)
 	}
 	im.inA, im.err = 0, false
+	if !eof {
+		w.rearm(t, s, im.a) // readAll stopped at EAGAIN
+	}
 }
 
 func sockOwnWrite(t *rapid.T, w *world, s *src) {
@@ -469,14 +522,16 @@ func (im *pipeImpl) cond() (sure, maybe kflags) {
 	return sure, sure
 }
 
+func (im *pipeImpl) kernel() kflags { s, _ := im.cond(); return s }
+
 func (im *pipeImpl) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
 	s, m := im.cond()
 	return fdReady(s, m, interest)
 }
 
-func (im *pipeImpl) filtered(interest poll.Ready) bool {
+func (im *pipeImpl) filtered(interest, quiet poll.Ready) bool {
 	_, m := im.cond()
-	return fdFiltered(m, interest)
+	return fdFiltered(m, interest, quiet)
 }
 
 func (im *pipeImpl) String() string {
@@ -517,6 +572,8 @@ func pipeRead(t *rapid.T, w *world, s *src) {
 		im.data -= m
 		if im.data > 0 {
 			w.jiggle(s) // pipe_read wakes the next reader when data is left
+		} else if m < k {
+			w.rearm(t, s, im.r) // a short read: drained
 		}
 	case im.w < 0:
 		if err != nil || m != 0 {
@@ -524,6 +581,7 @@ func pipeRead(t *rapid.T, w *world, s *src) {
 		}
 	default:
 		w.expectErr(t, "read of an empty pipe", err, unix.EAGAIN)
+		w.rearm(t, s, im.r)
 	}
 }
 
@@ -535,6 +593,9 @@ func pipeDrain(t *rapid.T, w *world, s *src) {
 		w.fatalf(t, "pipe drain: %d bytes, eof %v, %v; want %d, eof %v", n, eof, err, im.data, im.w < 0)
 	}
 	im.data = 0
+	if !eof {
+		w.rearm(t, s, im.r) // readAll stopped at EAGAIN
+	}
 }
 
 func pipeCloseWriter(t *rapid.T, w *world, s *src) {

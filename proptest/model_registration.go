@@ -82,7 +82,7 @@ func (im *regImpl) ready(interest poll.Ready) (sure, maybe poll.Ready) {
 	return im.rd & interest, im.rd & interest
 }
 
-func (im *regImpl) filtered(poll.Ready) bool { return false }
+func (im *regImpl) filtered(_, _ poll.Ready) bool { return false }
 
 func (im *regImpl) String() string {
 	s := "readiness " + im.rd.String()

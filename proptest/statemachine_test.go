@@ -51,6 +51,9 @@ func peerLifecycle(be backend) func(*rapid.T) {
 			interest, opts := drawInterest(t), drawOpts(t)
 			if rapid.Bool().Draw(t, "lasting conditions only") {
 				interest &= poll.Error | poll.Hup | poll.Priority
+				if interest == 0 { // an empty interest is refused
+					interest = poll.Hup
+				}
 			}
 			err := w.p.Register(s.impl.evented(), tok, interest, opts)
 			w.logf("Register(%s, token %d, %s, %s) = %v", s.label, tok, interest, opts, err)

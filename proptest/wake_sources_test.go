@@ -24,7 +24,7 @@ import (
 // DelayReadiness with a short delay (a wheel deadline, which wakes the
 // consumer to shorten its sleep, then fires in a later pass); a
 // registration change that alone makes the source reportable (rule 5:
-// Deregister or an empty interest, readiness set, then Register or
+// Deregister or an interest that is never ready, readiness set, then Register or
 // Reregister under a new token); a peer's write; and noise that wakes the
 // consumer for nothing (a delay of readiness outside the interest, a
 // Reregister of a source that is not ready, a Deregister and Register).
@@ -72,7 +72,7 @@ type wsOp struct {
 	pause int
 	sleep bool // wait until the consumer sleeps first
 	delay time.Duration
-	empty bool // change: by an empty interest rather than Deregister
+	mute bool // change: by an interest that is never ready rather than Deregister
 }
 
 var (
@@ -157,7 +157,7 @@ func wakeSources(t *rapid.T, be string) {
 			case "delay", "delay outside":
 				op.delay = time.Duration(rapid.IntRange(0, 2000).Draw(t, "delay µs")) * time.Microsecond
 			case "change":
-				op.empty = rapid.Bool().Draw(t, "by an empty interest (else Deregister)")
+				op.mute = rapid.Bool().Draw(t, "by an interest that is never ready (else Deregister)")
 			}
 			scripts[i] = append(scripts[i], op)
 		}
@@ -298,6 +298,8 @@ func wakeSources(t *rapid.T, be string) {
 					}
 				} else if n, _, _, err := readAll(s.a); err != nil || n == 0 {
 					fail("%s: event but the drain read %d, %v", s.label, n, err)
+				} else if err := poll.Fd(s.a).Rearm(p, poll.Readable); err != nil {
+					fail("Rearm %s after EAGAIN: %v", s.label, err)
 				}
 				if s.opts.IsOneshot() {
 					if err := p.Reregister(s.evented(), e.Token, poll.Readable, s.opts); err != nil {
@@ -464,8 +466,10 @@ func wsRun(p *poll.Poll, s *wsSource, op wsOp, issue func(*wsSource) poll.Token,
 		s.tok = issue(s)
 		return false, time.Time{}, p.Register(s.evented(), s.tok, poll.Readable, s.opts)
 	case "change":
-		if op.empty {
-			err = p.Reregister(s.evented(), s.tok, 0, s.opts)
+		if op.mute {
+			// Nobody sets Priority on a Registration or sends a socket
+			// urgent data here.
+			err = p.Reregister(s.evented(), s.tok, poll.Priority, s.opts)
 		} else {
 			err = p.Deregister(s.evented())
 		}
@@ -483,7 +487,7 @@ func wsRun(p *poll.Poll, s *wsSource, op wsOp, issue func(*wsSource) poll.Token,
 		old := s.tok
 		s.tok = issue(s)
 		s.awaiting.Store(uint64(s.tok))
-		if op.empty {
+		if op.mute {
 			err = p.Reregister(s.evented(), s.tok, poll.Readable, s.opts)
 		} else {
 			err = p.Register(s.evented(), s.tok, poll.Readable, s.opts)

@@ -3,8 +3,7 @@
 package sys
 
 import (
-	"fmt"
-	"math"
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -20,10 +19,9 @@ func init() {
 
 const defaultBackend = BackendEpoll
 
-// wakerKey is the epoll data of the eventfd waker. Callers' keys never reach
-// it: package poll keeps descriptor numbers, which are below 1<<31, in the
-// low half of its keys.
-const wakerKey = math.MaxUint64
+// wakerKey is the epoll data of the eventfd waker; Add and Modify refuse it
+// to callers (ReservedKey).
+const wakerKey = ReservedKey
 
 // hasPwait2 caches whether epoll_pwait2 (Linux 5.11) is available: 1 yes,
 // 2 no, 0 not probed yet. With it timeouts keep nanosecond precision;
@@ -32,16 +30,18 @@ var hasPwait2 atomic.Uint32
 
 // epollSelector: mu guards the descriptor numbers against Close. Wake and
 // the registration calls hold it for reading while they use epfd or the
-// eventfd, and Close holds it for writing, so no system call can reach a
-// number that Close released and the process reused. Select does not take
-// it: the caller guarantees Close never runs during Select.
+// eventfd and check closed, and Close sets closed holding it for writing,
+// so no system call can reach a number that Close released and the process
+// reused. Select does not take it: the caller guarantees Close never runs
+// during Select, so a look at closed suffices there.
 type epollSelector struct {
 	epfd   int
 	waker  *eventfdWaker // registered edge-triggered, so it is never drained
 	gate   wakeGate
+	waits  atomic.Uint64
 	buf    []unix.EpollEvent
 	mu     sync.RWMutex
-	closed bool // guarded by mu
+	closed atomic.Bool // set under mu held for writing
 }
 
 func openEpoll() (Selector, error) {
@@ -122,37 +122,49 @@ func epollReady(events uint32) uint32 {
 	return r
 }
 
-func (s *epollSelector) ctl(op, fd int, key uint64, interest uint32, mode Mode) error {
+// ctl makes one epoll_ctl call. The kernel's own answers already are the
+// contract's (EEXIST, ENOENT, EBADF, EPERM).
+func (s *epollSelector) ctl(name string, op, fd int, key uint64, interest uint32, mode Mode) error {
 	ev := unix.EpollEvent{Events: epollFlags(interest, mode)}
 	setEpollKey(&ev, key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return unix.EBADF
+	if s.closed.Load() {
+		return ErrClosed
 	}
-	return ignoringEINTR(func() error { return unix.EpollCtl(s.epfd, op, fd, &ev) })
+	if err := ignoringEINTR(func() error { return unix.EpollCtl(s.epfd, op, fd, &ev) }); err != nil {
+		return os.NewSyscallError(name, err)
+	}
+	return nil
 }
 
 func (s *epollSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
-	if err := s.ctl(unix.EPOLL_CTL_ADD, fd, key, interest, mode); err != nil {
+	if err := checkKey(key); err != nil {
 		return os.NewSyscallError("epoll_ctl(ADD)", err)
 	}
-	return nil
+	return s.ctl("epoll_ctl(ADD)", unix.EPOLL_CTL_ADD, fd, key, interest, mode)
 }
 
 func (s *epollSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
-	if err := s.ctl(unix.EPOLL_CTL_MOD, fd, key, interest, mode); err != nil {
+	if err := checkKey(key); err != nil {
 		return os.NewSyscallError("epoll_ctl(MOD)", err)
+	}
+	return s.ctl("epoll_ctl(MOD)", unix.EPOLL_CTL_MOD, fd, key, interest, mode)
+}
+
+func (s *epollSelector) Delete(fd int) error {
+	return s.ctl("epoll_ctl(DEL)", unix.EPOLL_CTL_DEL, fd, 0, 0, 0)
+}
+
+// Rearm does nothing: EPOLLET makes each new arrival an edge by itself.
+func (s *epollSelector) Rearm(int, uint32) error {
+	if s.closed.Load() {
+		return ErrClosed
 	}
 	return nil
 }
 
-func (s *epollSelector) Delete(fd int) error {
-	if err := s.ctl(unix.EPOLL_CTL_DEL, fd, 0, 0, 0); err != nil {
-		return os.NewSyscallError("epoll_ctl(DEL)", err)
-	}
-	return nil
-}
+func (s *epollSelector) Traits() Traits { return Traits{NativeEdge: true} }
 
 func (s *epollSelector) Select(events []Event, timeout time.Duration) (int, bool, error) {
 	// Never ask the kernel for more than the caller can take: an edge or
@@ -160,7 +172,10 @@ func (s *epollSelector) Select(events []Event, timeout time.Duration) (int, bool
 	// When the waker takes one of the slots, the events left over stay on
 	// the ready list for the next call.
 	if len(events) == 0 {
-		return 0, false, errEmptyBuffer
+		return 0, false, ErrEmptyBuffer
+	}
+	if s.closed.Load() {
+		return 0, false, ErrClosed
 	}
 	if cap(s.buf) < len(events) {
 		s.buf = make([]unix.EpollEvent, len(events))
@@ -193,6 +208,7 @@ func (s *epollSelector) Select(events []Event, timeout time.Duration) (int, bool
 }
 
 func (s *epollSelector) wait(buf []unix.EpollEvent, timeout time.Duration) (int, error) {
+	s.waits.Add(1)
 	if timeout > 0 && timeout%time.Millisecond != 0 && hasPwait2.Load() != 2 {
 		ts := unix.NsecToTimespec(int64(timeout))
 		r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(s.epfd),
@@ -219,32 +235,29 @@ func (s *epollSelector) Wake() error {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		return nil
 	}
 	if err := s.waker.wakeEdge(); err != nil {
-		s.gate.abort()
+		s.gate.reset() // the write failed: let a later Wake retry
 		return err
 	}
 	return nil
 }
 
-func (s *epollSelector) WakerWrites() uint64 { return s.gate.writes.Load() }
+func (s *epollSelector) Counters() Counters {
+	return Counters{WakerWrites: s.gate.writes.Load(), Waits: s.waits.Load()}
+}
 
 func (s *epollSelector) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
-	err1 := s.waker.close()
-	err2 := unix.Close(s.epfd)
-	if err1 != nil {
-		return err1
+	err := s.waker.close()
+	if cerr := unix.Close(s.epfd); cerr != nil {
+		err = errors.Join(err, os.NewSyscallError("close(epoll)", cerr))
 	}
-	if err2 != nil {
-		return fmt.Errorf("close epoll: %w", err2)
-	}
-	return nil
+	return err
 }

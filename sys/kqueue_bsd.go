@@ -135,6 +135,7 @@ type kqSelector struct {
 	gate   wakeGate
 	closed atomic.Bool
 	epoch  atomic.Uint64
+	waits  atomic.Uint64
 	// closeMu keeps Close from closing the kqueue or the waker under a
 	// Wake in flight, whose write could otherwise land in a descriptor
 	// that reused the number. Add, Modify and Delete check closed under mu,
@@ -255,13 +256,16 @@ func changesFor(changes []unix.Kevent_t, fd int, prev, next *kqReg) int {
 }
 
 func (s *kqSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("kevent(add)", err)
+	}
 	if fd < 0 {
 		return os.NewSyscallError("kevent(add)", unix.EBADF)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
-		return os.NewSyscallError("kevent(add)", unix.EBADF)
+		return ErrClosed
 	}
 	if _, ok := s.regs[fd]; ok {
 		return os.NewSyscallError("kevent(add)", unix.EEXIST)
@@ -289,14 +293,20 @@ func (s *kqSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
 }
 
 func (s *kqSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("kevent(modify)", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
-		return os.NewSyscallError("kevent(modify)", unix.EBADF)
+		return ErrClosed
 	}
 	old, ok := s.regs[fd]
 	if !ok {
-		return os.NewSyscallError("kevent(modify)", unix.ENOENT)
+		return missing("kevent(modify)", fd)
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("kevent(modify)", unix.EBADF)
 	}
 	r := s.newRegLocked(key, interest, mode)
 	var raw [maxChanges * keventWords]uint64
@@ -317,13 +327,18 @@ func (s *kqSelector) Delete(fd int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
-		return os.NewSyscallError("kevent(delete)", unix.EBADF)
+		return ErrClosed
 	}
 	old, ok := s.regs[fd]
 	if !ok {
-		return os.NewSyscallError("kevent(delete)", unix.ENOENT)
+		return missing("kevent(delete)", fd)
 	}
 	delete(s.regs, fd)
+	if !fdOpen(fd) {
+		// Closing it took its filters out of the kernel already.
+		s.epoch.Add(1)
+		return os.NewSyscallError("kevent(delete)", unix.EBADF)
+	}
 	var raw [maxChanges * keventWords]uint64
 	changes := keventsIn(raw[:], maxChanges)
 	n := changesFor(changes, fd, old, nil)
@@ -435,7 +450,10 @@ func (s *kqSelector) Select(events []Event, timeout time.Duration) (int, bool, e
 	// Read and write filters of one key merge into one event, so asking the
 	// kernel for len(events) kevents never harvests more than fits.
 	if len(events) == 0 {
-		return 0, false, errEmptyBuffer
+		return 0, false, ErrEmptyBuffer
+	}
+	if s.closed.Load() {
+		return 0, false, ErrClosed
 	}
 	if len(s.buf) < len(events) {
 		s.buf = newKevents(len(events))
@@ -480,6 +498,7 @@ func (s *kqSelector) Select(events []Event, timeout time.Duration) (int, bool, e
 }
 
 func (s *kqSelector) wait(buf []unix.Kevent_t, timeout time.Duration) (int, error) {
+	s.waits.Add(1)
 	if timeout < 0 {
 		return unix.Kevent(s.kq, nil, buf, nil)
 	}
@@ -584,13 +603,25 @@ func (s *kqSelector) Wake() error {
 		return nil
 	}
 	if err := s.waker.wake(s.kq); err != nil {
-		s.gate.abort()
+		s.gate.reset() // the write failed: let a later Wake retry
 		return err
 	}
 	return nil
 }
 
-func (s *kqSelector) WakerWrites() uint64 { return s.gate.writes.Load() }
+// Rearm does nothing: EV_CLEAR makes each new arrival an edge by itself.
+func (s *kqSelector) Rearm(int, uint32) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *kqSelector) Traits() Traits { return Traits{NativeEdge: true} }
+
+func (s *kqSelector) Counters() Counters {
+	return Counters{WakerWrites: s.gate.writes.Load(), Waits: s.waits.Load()}
+}
 
 func (s *kqSelector) Close() error {
 	s.closeMu.Lock()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,37 +16,49 @@ func init() {
 
 // pollSelector is the poll(2) backend. poll(2) keeps no state in the kernel,
 // so the registrations live here, in a table guarded by mu, and Select hands
-// the kernel an array of pollfds built from that table.
+// the kernel an array of pollfds built from that table (poll_select_unix.go).
 //
 // Modes:
 //   - Level is what poll(2) does.
-//   - Edge is emulated by level triggering: a descriptor is reported on every
-//     Select while it is ready, which the contract allows (spurious events,
-//     never a lost one). The exception is a lasting hang-up or error with
-//     nothing else ready: once reported, the descriptor rests out of the
-//     array and is looked at again every restRecheck, so that it neither
-//     spins the caller nor hides a later change.
+//   - Edge is emulated exactly, as mio's poll(2) selector does: once a
+//     condition (Readable, Writable, Priority) is reported it is quiet, left
+//     out of the descriptor's pollfd events, until Rearm (the caller's
+//     operation returned EAGAIN) or Modify asks for it again. So an edge is
+//     reported once, however long the condition lasts, and a caller who
+//     re-arms after EAGAIN loses none.
+//   - Hang-ups and errors cannot be left out of a pollfd: poll(2) reports
+//     POLLHUP and POLLERR whatever the events ask. Under Edge they are
+//     reported once (POLLRDHUP, which can be left out, is no longer asked
+//     for once a hang-up is reported); a descriptor whose only readiness is
+//     such a lasting condition already reported rests out of the array and
+//     is looked at again on a back-off schedule (poll_rest_unix.go).
 //   - Oneshot: once reported, the registration is disarmed (left out of the
-//     kernel's view) until Modify re-arms it.
+//     array) until Modify re-arms it.
 //
-// Invariants (mu guards the table, list, dirty and blocked):
+// Invariants (mu guards the table, list, dirty, patch, blocked, rest and
+// every pollEntry field):
 //   - The pollfd array, pfds, and its twin slots are owned by the goroutine
 //     in Select; pfds[0] is the waker, pfds[i] for i >= 1 was built from
-//     slots[i].e when its generation was slots[i].gen.
-//   - Every Add and Modify bumps the entry's generation and sets dirty; so
-//     does Delete, which also unlinks the entry. Select rebuilds the array
-//     before polling whenever dirty is set.
+//     slots[i].e when its generation was slots[i].gen, and i == e.idx+1 as
+//     long as dirty is clear.
+//   - Add and Delete change the list, and Modify the registration: each
+//     bumps the entry's generation and sets dirty, so Select rebuilds the
+//     array before it polls again. Rearm and the end of a rest change only
+//     which conditions an entry asks for: they queue the entry in patch,
+//     and Select rewrites its pollfd in place (or rebuilds, if dirty).
 //   - A result is reported only if its entry's generation still equals the
 //     one the array was built from, checked under mu: an event harvested
 //     for a registration that was modified or deleted meanwhile is dropped.
-//     It is never lost: a modified registration is polled afresh (level
-//     triggered) on the next pass, and a deleted one must not be reported.
+//     It is never lost: a modified registration is polled afresh on the
+//     next pass, and a deleted one must not be reported.
 //   - blocked is set, under mu, from just before Select polls until it has
-//     locked mu again afterwards. Add and Modify made while blocked is set
-//     nudge the waker so the blocked poll returns and Select rebuilds and
-//     polls again; Select does not return to its caller for a nudge.
-//     Delete does not nudge: the stale slot is harmless, as its results are
-//     dropped.
+//     locked mu again afterwards. Every change made while blocked is set
+//     nudges the waker, so the blocked poll returns and Select applies the
+//     change and polls again; Select does not return to its caller for a
+//     nudge. Delete nudges too: the kernel holds a reference to every file
+//     a poll waits on, so a descriptor closed after Delete would otherwise
+//     stay open (no FIN for the peer, a listener's port kept) until the
+//     poll returned for another reason.
 //   - The waker is drained BEFORE the gate is reset, not after. The gate
 //     lets one write through per pending period; a write let through after
 //     the reset but drained before it was polled would leave the gate
@@ -61,44 +72,43 @@ func init() {
 //     the gate pending (so wrote nothing) set the flag before the reset, so
 //     this Select reports woken; one whose begin came after the reset wrote,
 //     and the next poll sees it.
+//   - closed is set once, by Close, under closeMu held for writing; a waker
+//     write holds closeMu for reading and checks closed, so it never lands
+//     in a descriptor that reused the waker's number.
 type pollSelector struct {
 	waker      fdWaker
 	gate       wakeGate
 	wakeCalled atomic.Bool
 	closed     atomic.Bool
-	// closeMu keeps Close from closing the waker under a write in flight,
-	// which could otherwise land in a descriptor that reused its number.
-	closeMu sync.RWMutex
+	closeMu    sync.RWMutex
+	waits      atomic.Uint64
 
 	mu      sync.Mutex
 	table   map[int]*pollEntry
 	list    []*pollEntry // the table in a stable order; entry.idx is its position
 	dirty   bool
+	patch   []*pollEntry // entries whose pollfd must be rewritten in place
 	blocked bool
+	rest    restSchedule
 
 	// Owned by the goroutine in Select.
 	pfds  []unix.PollFd
 	slots []pollSlot
 	start int // rotation: where the next scan for results begins
-	// resting counts edge registrations left out of the array because all
-	// they had to say was a hang-up or error already reported; they are put
-	// back at the next rebuild, at the latest restRecheck later.
-	resting int
-	restAt  time.Time // when the first of them was left out
-	polls   uint64    // poll(2) calls made, for tests
+	probe restProbe
 }
 
 // pollEntry is one registration.
-// restRecheck is how often resting registrations are polled again.
-const restRecheck = 10 * time.Millisecond
-
 type pollEntry struct {
 	fd       int
 	key      uint64
 	interest uint32
 	mode     Mode
 	armed    bool   // false after a oneshot event or POLLNVAL, until Modify
-	reported uint32 // edge mode: the lasting Error|Hup bits already reported
+	quiet    uint32 // emulated edge: conditions reported, not re-armed since
+	reported uint32 // emulated edge: the lasting Error|Hup already reported
+	resting  bool   // left out of the array; see poll_rest_unix.go
+	patched  bool   // queued in pollSelector.patch
 	gen      uint64 // bumped by Modify and Delete
 	idx      int    // position in list
 }
@@ -110,40 +120,42 @@ type pollSlot struct {
 	gen uint64
 }
 
-func openPoll() (Selector, error) {
-	w, err := newFdWaker()
-	if err != nil {
-		return nil, err
+// emulatedEdge reports whether the entry's edges are emulated (Edge without
+// Oneshot; an oneshot registration is disarmed after one event instead).
+func (e *pollEntry) emulatedEdge() bool { return e.mode&(Edge|Oneshot) == Edge }
+
+// fill writes the entry's pollfd: its descriptor, or -1 while it is
+// disarmed or resting, and what it asks for.
+func (e *pollEntry) fill(p *unix.PollFd) {
+	p.Fd = -1
+	if e.armed && !e.resting {
+		// A disarmed entry gets a negative descriptor, which poll(2)
+		// skips. Events = 0 would not do: POLLHUP, POLLERR and POLLNVAL
+		// are reported whatever the events ask for.
+		p.Fd = int32(e.fd)
 	}
-	return newPollSelector(w), nil
+	e.fillEvents(p)
 }
 
-func newPollSelector(w fdWaker) *pollSelector {
-	return &pollSelector{
-		waker: w,
-		table: make(map[int]*pollEntry),
-		dirty: true,
-	}
-}
-
-func (s *pollSelector) Name() string { return BackendPoll }
-
-// setPollEvents fills p.Events for interest. The constants are untyped, so
-// this compiles whatever integer type this system's PollFd uses.
-func setPollEvents(p *unix.PollFd, interest uint32) {
+// fillEvents writes what e's pollfd asks for: its interest less what is
+// quiet. The constants are untyped, so this compiles whatever integer type
+// this system's PollFd uses.
+func (e *pollEntry) fillEvents(p *unix.PollFd) {
+	want := e.interest &^ e.quiet
 	p.Events = 0
-	if interest&Readable != 0 {
+	if want&Readable != 0 {
 		p.Events |= unix.POLLIN
 	}
-	if interest&(Readable|Hup) != 0 {
+	if e.interest&(Readable|Hup) != 0 && e.reported&Hup == 0 {
 		p.Events |= pollRdHup // a peer's half-close is a hang-up to report
 	}
-	if interest&Writable != 0 {
+	if want&Writable != 0 {
 		p.Events |= unix.POLLOUT
 	}
-	if interest&Priority != 0 {
+	if want&Priority != 0 {
 		p.Events |= unix.POLLPRI
 	}
+	p.Revents = 0
 }
 
 func pollReady(p *unix.PollFd) uint32 {
@@ -167,14 +179,37 @@ func pollReady(p *unix.PollFd) uint32 {
 	return r
 }
 
-func (s *pollSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
-	// poll(2) would accept any number and report POLLNVAL later; fail now,
-	// as epoll_ctl does, for a descriptor that is not open.
-	if fd < 0 {
-		return os.NewSyscallError("poll(add)", unix.EBADF)
+func openPoll() (Selector, error) {
+	w, err := newFdWaker()
+	if err != nil {
+		return nil, err
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+	return newPollSelector(w), nil
+}
+
+func newPollSelector(w fdWaker) *pollSelector {
+	return &pollSelector{
+		waker: w,
+		table: make(map[int]*pollEntry),
+		dirty: true,
+	}
+}
+
+func (s *pollSelector) Name() string { return BackendPoll }
+
+func (s *pollSelector) Traits() Traits {
+	return Traits{RestLatency: restMax + restFirst}
+}
+
+func (s *pollSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkKey(key); err != nil {
 		return os.NewSyscallError("poll(add)", err)
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("poll(add)", unix.EBADF)
 	}
 	s.mu.Lock()
 	if _, ok := s.table[fd]; ok {
@@ -184,15 +219,20 @@ func (s *pollSelector) Add(fd int, key uint64, interest uint32, mode Mode) error
 	e := &pollEntry{fd: fd, key: key, interest: interest, mode: mode, armed: true, idx: len(s.list)}
 	s.table[fd] = e
 	s.list = append(s.list, e)
-	nudge := s.changedLocked()
-	s.mu.Unlock()
-	if nudge {
-		s.nudge()
-	}
+	s.unlockChanged(s.markDirtyLocked())
 	return nil
 }
 
 func (s *pollSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("poll(modify)", err)
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("poll(modify)", unix.EBADF)
+	}
 	s.mu.Lock()
 	e, ok := s.table[fd]
 	if !ok {
@@ -200,22 +240,25 @@ func (s *pollSelector) Modify(fd int, key uint64, interest uint32, mode Mode) er
 		return os.NewSyscallError("poll(modify)", unix.ENOENT)
 	}
 	e.key, e.interest, e.mode = key, interest, mode
-	e.armed, e.reported = true, 0
+	e.armed, e.quiet, e.reported = true, 0, 0
+	s.unrestLocked(e)
 	e.gen++
-	nudge := s.changedLocked()
-	s.mu.Unlock()
-	if nudge {
-		s.nudge()
-	}
+	s.unlockChanged(s.markDirtyLocked())
 	return nil
 }
 
+// Delete removes fd's entry. Like epoll_ctl, it answers EBADF for a
+// descriptor that is no longer open, after removing its entry if it had
+// one.
 func (s *pollSelector) Delete(fd int) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, ok := s.table[fd]
 	if !ok {
-		return os.NewSyscallError("poll(delete)", unix.ENOENT)
+		s.mu.Unlock()
+		return missing("poll(delete)", fd)
 	}
 	delete(s.table, fd)
 	last := len(s.list) - 1
@@ -225,21 +268,68 @@ func (s *pollSelector) Delete(fd int) error {
 	s.list[last] = nil
 	s.list = s.list[:last]
 	e.gen++ // results already harvested for it are now stale
-	s.changedLocked()
+	s.unrestLocked(e)
+	s.unlockChanged(s.markDirtyLocked())
+	if !fdOpen(fd) {
+		return os.NewSyscallError("poll(delete)", unix.EBADF)
+	}
 	return nil
 }
 
-// changedLocked marks the array for rebuilding and reports whether a Select
-// is blocked on the old one and must be nudged.
-func (s *pollSelector) changedLocked() bool {
+// Rearm makes the conditions in ready that an emulated edge reported count
+// again. It costs a lock and a map lookup, and a rewrite of one pollfd only
+// when something was quiet.
+func (s *pollSelector) Rearm(fd int, ready uint32) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	e, ok := s.table[fd]
+	if !ok {
+		s.mu.Unlock()
+		return missing("poll(rearm)", fd)
+	}
+	nudge := false
+	if bits := e.quiet & ready; bits != 0 {
+		e.quiet &^= bits
+		s.unrestLocked(e) // what it asks for again may be there already
+		nudge = s.patchLocked(e)
+	}
+	s.unlockChanged(nudge)
+	return nil
+}
+
+// markDirtyLocked marks the array for rebuilding and reports whether a
+// Select is blocked on the old one.
+func (s *pollSelector) markDirtyLocked() (blocked bool) {
 	s.dirty = true
 	return s.blocked
+}
+
+// patchLocked queues e's pollfd to be rewritten in place and reports
+// whether a Select is blocked on the old one.
+func (s *pollSelector) patchLocked(e *pollEntry) (blocked bool) {
+	if !e.patched {
+		e.patched = true
+		s.patch = append(s.patch, e)
+	}
+	return s.blocked
+}
+
+// unlockChanged unlocks mu and, if a Select is blocked on an array that no
+// longer says what the table does, nudges it (after unlocking: the nudge
+// is a system call).
+func (s *pollSelector) unlockChanged(nudge bool) {
+	s.mu.Unlock()
+	if nudge {
+		s.nudge()
+	}
 }
 
 // nudge wakes a blocked Select without making it report woken. It shares
 // the gate with Wake: one pending write serves both.
 func (s *pollSelector) nudge() {
-	if !s.closed.Load() && s.gate.begin() {
+	if s.gate.begin() {
 		_ = s.writeWaker()
 	}
 }
@@ -252,173 +342,10 @@ func (s *pollSelector) writeWaker() error {
 		return nil
 	}
 	if err := s.waker.wake(); err != nil {
-		s.gate.abort()
+		s.gate.reset() // the write failed: let a later Wake retry
 		return err
 	}
 	return nil
-}
-
-// rebuildLocked rebuilds the pollfd array from the table.
-func (s *pollSelector) rebuildLocked() {
-	n := 1 + len(s.list)
-	if cap(s.pfds) < n {
-		s.pfds = make([]unix.PollFd, n, n+n/4)
-		s.slots = make([]pollSlot, n, cap(s.pfds))
-	}
-	clear(s.slots[n:cap(s.slots)]) // let deleted entries go
-	s.pfds = s.pfds[:n]
-	s.slots = s.slots[:n]
-	s.pfds[0] = unix.PollFd{Fd: int32(s.waker.fd()), Events: unix.POLLIN}
-	s.slots[0] = pollSlot{}
-	for i, e := range s.list {
-		p := &s.pfds[i+1]
-		// A disarmed entry gets a negative descriptor, which poll(2)
-		// skips. Events = 0 would not do: POLLHUP, POLLERR and POLLNVAL
-		// are reported whatever the events asked for.
-		p.Fd = -1
-		if e.armed {
-			p.Fd = int32(e.fd)
-		}
-		setPollEvents(p, e.interest)
-		p.Revents = 0
-		s.slots[i+1] = pollSlot{e: e, gen: e.gen}
-	}
-	s.dirty = false
-	s.resting = 0
-}
-
-func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool, error) {
-	if len(events) == 0 {
-		return 0, false, errEmptyBuffer
-	}
-	dl := newDeadline(timeout)
-	for {
-		s.mu.Lock()
-		wait, recheck := dl.remaining(), false
-		if s.resting > 0 {
-			// Resting registrations are looked at again restRecheck after
-			// they were left out, however short the caller's timeouts.
-			due := restRecheck - time.Since(s.restAt)
-			if due <= 0 {
-				s.dirty = true
-			} else if wait < 0 || wait > due {
-				wait, recheck = due, true
-			}
-		}
-		if s.dirty {
-			s.rebuildLocked()
-		}
-		s.blocked = true
-		s.mu.Unlock()
-
-		n, err := pollWait(s.pfds, wait)
-		s.polls++
-
-		s.mu.Lock()
-		s.blocked = false
-		out, fired := 0, false
-		if err == nil && n > 0 {
-			fired = s.pfds[0].Revents != 0
-			out = s.collectLocked(events)
-		}
-		s.mu.Unlock()
-
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, false, os.NewSyscallError("poll", err)
-		}
-		if recheck && n == 0 {
-			// Time to look at the resting registrations again.
-			s.mu.Lock()
-			s.dirty = true
-			s.mu.Unlock()
-			continue
-		}
-		woken := false
-		if fired {
-			s.waker.drain() // before reset: see the invariants above
-			s.gate.reset()
-			woken = s.wakeCalled.Swap(false)
-		}
-		// n == 0 is the timeout. Otherwise keep polling, with the time that
-		// is left, when all that fired was a nudge or results that turned
-		// out stale, disarmed or POLLNVAL.
-		if out > 0 || woken || n == 0 || dl.remaining() == 0 {
-			return out, woken, nil
-		}
-	}
-}
-
-// collectLocked turns the array's results into at most len(events) events.
-//
-// The scan starts where the previous one stopped reporting, so that when
-// more descriptors are ready than events has room for, every one gets its
-// turn. Level-triggered descriptors left over are still ready next time;
-// oneshot ones left over are not disarmed, as they were not reported.
-func (s *pollSelector) collectLocked(events []Event) int {
-	nslots := len(s.pfds) - 1
-	if nslots == 0 {
-		return 0
-	}
-	if s.start >= nslots {
-		s.start = 0
-	}
-	out, last := 0, -1
-	for j := 0; j < nslots && out < len(events); j++ {
-		i := 1 + (s.start+j)%nslots
-		p := &s.pfds[i]
-		if p.Revents == 0 {
-			continue
-		}
-		slot := &s.slots[i]
-		e := slot.e
-		if e.gen != slot.gen || !e.armed {
-			continue // modified, deleted or disarmed since the array was built
-		}
-		if p.Revents&unix.POLLNVAL != 0 {
-			// The descriptor was closed without Delete. POLLNVAL would be
-			// reported on every poll, so reporting it as Error|Hup would
-			// spin the caller, and the number may already belong to an
-			// unrelated descriptor that this registration does not own.
-			// Disarm it until Modify or Delete, silently, as epoll would
-			// have dropped the registration on close.
-			e.armed = false
-			p.Fd = -1
-			continue
-		}
-		ready := pollReady(p)
-		if e.mode&(Edge|Oneshot) == Edge {
-			// Emulated edge: a hang-up or error lasts, and poll(2) reports
-			// it on every call whatever was asked. Once reported it is not
-			// news: leave the descriptor out of the array instead of
-			// spinning, and look again at the next rebuild (restRecheck
-			// at the latest), so that a new kind (an error after a
-			// hang-up) still arrives, late by at most that, never lost.
-			lasting := ready & (Error | Hup)
-			if ready == lasting && lasting&^e.reported == 0 {
-				p.Fd = -1
-				if s.resting == 0 {
-					s.restAt = time.Now()
-				}
-				s.resting++
-				continue
-			}
-			e.reported |= lasting
-		}
-		events[out] = Event{Key: e.key, Ready: ready}
-		out++
-		last = j
-		if e.mode&Oneshot != 0 {
-			e.armed = false
-			p.Fd = -1
-		}
-	}
-	if last >= 0 {
-		s.start = (s.start + last + 1) % nslots
-	}
-	return out
 }
 
 func (s *pollSelector) Wake() error {
@@ -432,9 +359,9 @@ func (s *pollSelector) Wake() error {
 	return s.writeWaker()
 }
 
-// WakerWrites counts writes to the waker, including the nudges that make a
-// blocked Select see a registration change.
-func (s *pollSelector) WakerWrites() uint64 { return s.gate.writes.Load() }
+func (s *pollSelector) Counters() Counters {
+	return Counters{WakerWrites: s.gate.writes.Load(), Waits: s.waits.Load()}
+}
 
 // Close closes the waker; poll(2) holds nothing else in the kernel.
 func (s *pollSelector) Close() error {

@@ -3,8 +3,9 @@ package sys
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Readiness bits shared by every selector. Package poll's Ready uses the same
@@ -44,54 +45,122 @@ const (
 	BackendPoll   = "poll"
 )
 
-// EnvBackend is the environment variable that chooses the default backend
-// ("epoll", "kqueue" or "poll") when a caller asks for none. The test suite
-// uses it to run everything on each backend the machine has.
+// EnvBackend is the environment variable that package poll reads to choose
+// a backend ("epoll", "kqueue" or "poll") when its caller asks for none. The
+// test suite uses it to run everything on each backend the machine has.
+// Package sys itself never reads it: New takes the name it is given.
 const EnvBackend = "UNIPOLL_BACKEND"
 
-// ErrUnknownBackend is returned by New for a backend name this build does
-// not know or this operating system does not have.
-var ErrUnknownBackend = errors.New("sys: unknown or unsupported backend")
+// ReservedKey is the one key value a caller must never register: a selector
+// may use it for its own waker (epoll does). Add and Modify refuse it with
+// EINVAL.
+const ReservedKey = ^uint64(0)
+
+// Errors every selector returns the same way; match them with errors.Is.
+var (
+	// ErrUnknownBackend is returned by New for a backend name this build
+	// does not know or this operating system does not have.
+	ErrUnknownBackend = errors.New("sys: unknown or unsupported backend")
+	// ErrClosed is returned by every method of a selector after Close
+	// (Close itself returns nil again; Wake does nothing).
+	ErrClosed = errors.New("sys: selector closed")
+	// ErrEmptyBuffer is returned by Select when events has no room: the
+	// kernel would have nowhere to put what it harvests.
+	ErrEmptyBuffer = errors.New("sys: Select needs room for at least one event")
+)
+
+// Traits tells how a backend meets the contract where kernels differ, so
+// that callers and tests ask instead of knowing.
+type Traits struct {
+	// NativeEdge: the kernel triggers edges itself (epoll, kqueue), and
+	// Rearm does nothing. Without it, Edge is emulated: once a condition is
+	// reported, it leaves the kernel's view until Rearm or Modify.
+	NativeEdge bool
+	// RestLatency is the longest a new condition (an error after a
+	// hang-up) on a descriptor that rests after a lasting hang-up or error
+	// may go unseen. Zero where nothing ever rests.
+	RestLatency time.Duration
+}
+
+// Counters are a selector's running totals.
+type Counters struct {
+	// WakerWrites is how many times Wake (or an internal nudge) wrote to
+	// the kernel; coalescing keeps it far below the number of Wake calls.
+	WakerWrites uint64
+	// Waits is how many times Select entered the kernel to wait or look
+	// (epoll_wait, poll, kevent), retries included.
+	Waits uint64
+}
 
 // Selector is the contract every OS readiness mechanism implements.
 //
-// Add, Modify and Delete may be called from any goroutine, also while another
-// goroutine is blocked in Select; the change takes effect at once. Every
-// backend fails the same way: Add of a registered fd with EEXIST, Modify or
-// Delete of an unknown fd with ENOENT, a bad fd with EBADF (or EPERM for a
-// kind the kernel cannot watch). Delete an fd before closing it: epoll
-// forgets a closed fd by itself, poll(2) and kqueue keep their entry. Select is
-// called by one goroutine at a time. Close must not race with Select: the
-// caller wakes the selecting goroutine and waits for it to leave first.
+// Keys: a key is the caller's; it is stored with the descriptor and handed
+// back with each event. ReservedKey is refused.
+//
+// Concurrency: Add, Modify, Delete and Rearm may be called from any
+// goroutine, also while another goroutine is blocked in Select; the change
+// takes effect at once (a blocked Select that must see it is woken
+// internally, without reporting woken). Select is called by one goroutine
+// at a time. Close must not race with Select: the caller wakes the
+// selecting goroutine and waits for it to leave first.
+//
+// Errors, the same on every backend: Add of a registered descriptor fails
+// with EEXIST; Modify, Delete or Rearm of a descriptor that is open but not
+// registered with ENOENT; any of them on a descriptor that is not open with
+// EBADF (Delete of a registered descriptor that has been closed also
+// removes it); a kind the kernel cannot watch with EPERM; every method
+// after Close with ErrClosed. Delete a descriptor before closing it.
+//
+// Modes mean the same everywhere:
+//   - Level: an event on every Select while the descriptor is ready.
+//   - Edge: an event when new readiness arrives, and not again for it while
+//     it lasts. Where the kernel triggers edges itself that is all; where
+//     it cannot (poll(2), see Traits.NativeEdge), a reported condition
+//     leaves the kernel's view until Rearm is called for it (the caller's
+//     operation returned EAGAIN) or Modify re-arms the registration, so an
+//     edge is reported once, not on every Select, and none is lost by a
+//     caller that re-arms after EAGAIN.
+//   - Oneshot: after one event the descriptor is disarmed until Modify;
+//     no second event is reported for it, whichever filter fired.
+//   - A hang-up or error is reported whatever the interest. Under Edge it
+//     is reported once; a descriptor whose only readiness is such a lasting
+//     condition already reported may rest out of the kernel's view, and is
+//     looked at again within Traits.RestLatency.
 type Selector interface {
 	// Add registers fd with key, interest (readiness bits) and mode.
 	Add(fd int, key uint64, interest uint32, mode Mode) error
-	// Modify changes the key, interest and mode of a registered fd and
-	// re-arms a oneshot registration.
+	// Modify changes the key, interest and mode of a registered fd, and
+	// re-arms it: a oneshot registration, and every condition an emulated
+	// edge has reported.
 	Modify(fd int, key uint64, interest uint32, mode Mode) error
 	// Delete removes fd. It does not close it.
 	Delete(fd int) error
+	// Rearm tells the selector that an operation on fd for the readiness
+	// in ready has returned EAGAIN, so an emulated edge watches that
+	// condition again. Where edges are native it does nothing and checks
+	// nothing (only ErrClosed), so that callers may call it after every
+	// EAGAIN.
+	Rearm(fd int, ready uint32) error
 	// Select waits up to timeout (negative: forever; zero: do not block) and
-	// fills events. It returns the number filled and whether the Waker
+	// fills events. It returns the number filled and whether Wake
 	// interrupted the wait. A wake-up is not an event.
 	Select(events []Event, timeout time.Duration) (n int, woken bool, err error)
 	// Wake interrupts a Select in progress, or makes the next one return at
 	// once. Calls made while a wake-up is already pending cost nothing.
 	Wake() error
-	// WakerWrites reports how many times Wake actually wrote to the kernel.
-	WakerWrites() uint64
+	// Counters returns the running totals. Safe from any goroutine, also
+	// after Close.
+	Counters() Counters
+	// Traits describes the backend; it never changes.
+	Traits() Traits
 	// Name is the backend name, one of the Backend constants.
 	Name() string
 	// Close releases the selector's descriptors.
 	Close() error
 }
 
-// New opens a selector. An empty backend means the value of UNIPOLL_BACKEND,
-// or the best one this OS has when that is unset.
+// New opens a selector. An empty backend means the best one this OS has.
 func New(backend string) (Selector, error) {
-	if backend == "" {
-		backend = os.Getenv(EnvBackend)
-	}
 	if backend == "" {
 		backend = defaultBackend
 	}
@@ -118,6 +187,10 @@ var backendOrder = []string{BackendEpoll, BackendKqueue, BackendPoll}
 // backends is filled by the platform files' init functions.
 var backends = map[string]func() (Selector, error){}
 
-// errEmptyBuffer guards the one misuse that could lose events: asking the
-// kernel for events with nowhere to put them.
-var errEmptyBuffer = errors.New("sys: Select needs room for at least one event")
+// checkKey refuses ReservedKey.
+func checkKey(key uint64) error {
+	if key == ReservedKey {
+		return unix.EINVAL
+	}
+	return nil
+}

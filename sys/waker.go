@@ -31,8 +31,6 @@ func (g *wakeGate) begin() bool {
 	return true
 }
 
-// reset is called by Select after it saw the waker fire.
+// reset is called by Select after it saw the waker fire (and drained it),
+// and by the writer whose write failed, so that a later Wake retries.
 func (g *wakeGate) reset() { g.pending.Store(0) }
-
-// abort undoes begin when the write failed, so a later Wake retries.
-func (g *wakeGate) abort() { g.pending.Store(0) }

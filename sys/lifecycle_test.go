@@ -1,0 +1,131 @@
+//go:build unix
+
+package sys
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// After Close every method answers ErrClosed at once, on every backend: a
+// closed selector must not reach a descriptor number the process has since
+// reused (another selector's, or an unrelated pipe's).
+func TestSelectorClosedRefusesEverything(t *testing.T) {
+	for _, c := range selectorCases() {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := c.open()
+			require.NoError(t, err)
+			p := newPipe(t)
+			require.NoError(t, s.Add(p.a, 1, Readable, Edge))
+			require.NoError(t, s.Close())
+
+			// Something else takes the numbers the selector released.
+			other := newPipe(t)
+			writeByte(t, other.b)
+
+			require.ErrorIs(t, s.Add(p.b, 2, Readable, Level), ErrClosed)
+			require.ErrorIs(t, s.Modify(p.a, 1, Readable, Level), ErrClosed)
+			require.ErrorIs(t, s.Delete(p.a), ErrClosed)
+			require.ErrorIs(t, s.Rearm(p.a, Readable), ErrClosed)
+			start := time.Now()
+			_, _, err = s.Select(make([]Event, 4), 300*time.Millisecond)
+			require.ErrorIs(t, err, ErrClosed)
+			require.Less(t, time.Since(start), 200*time.Millisecond, "Select waited on a closed selector")
+			require.True(t, fdReadable(t, other.a), "a closed selector consumed another descriptor's data")
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Wake())
+		})
+	}
+}
+
+// One answer per failure on every backend (the Selector contract).
+func TestSelectorDescriptorErrors(t *testing.T) {
+	forEachSelector(t, func(t *testing.T, s Selector) {
+		p := newPipe(t)
+		const notOpen = 1 << 22 // above any descriptor limit
+		for name, err := range map[string]error{
+			"Add":    s.Add(notOpen, 1, Readable, Level),
+			"Modify": s.Modify(notOpen, 1, Readable, Level),
+			"Delete": s.Delete(notOpen),
+		} {
+			require.ErrorIs(t, err, unix.EBADF, "%s of a descriptor that is not open", name)
+		}
+		for name, err := range map[string]error{
+			"Modify": s.Modify(p.a, 1, Readable, Level),
+			"Delete": s.Delete(p.a),
+		} {
+			require.ErrorIs(t, err, unix.ENOENT, "%s of an open descriptor that is not registered", name)
+		}
+		if !s.Traits().NativeEdge {
+			require.ErrorIs(t, s.Rearm(notOpen, Readable), unix.EBADF)
+			require.ErrorIs(t, s.Rearm(p.a, Readable), unix.ENOENT)
+		}
+		require.ErrorIs(t, s.Add(p.a, ReservedKey, Readable, Level), unix.EINVAL)
+		require.NoError(t, s.Add(p.a, 1, Readable, Level))
+		require.ErrorIs(t, s.Add(p.a, 1, Readable, Level), unix.EEXIST)
+		require.ErrorIs(t, s.Modify(p.a, ReservedKey, Readable, Level), unix.EINVAL)
+
+		// Registered, then closed without Delete.
+		fd := p.a
+		p.closeA(t)
+		require.ErrorIs(t, s.Modify(fd, 1, Readable, Level), unix.EBADF)
+		require.ErrorIs(t, s.Delete(fd), unix.EBADF)
+		require.ErrorIs(t, s.Delete(fd), unix.EBADF)
+	})
+}
+
+// Delete while another goroutine is blocked in Select lets the descriptor
+// go: once it is closed, its peer sees the hang-up at once. poll(2) holds a
+// reference to every file it waits on, so a blocked poll must be woken to
+// let go of it.
+func TestSelectorDeleteReleasesBlockedSelect(t *testing.T) {
+	forEachSelector(t, func(t *testing.T, s Selector) {
+		p := newSocketpair(t)
+		require.NoError(t, s.Add(p.a, 1, Readable, Level))
+		started, done := selectAsync(s)
+		<-started
+		waitBlocked(t, s)
+		require.NoError(t, s.Delete(p.a))
+		p.closeA(t)
+
+		released := peerSeesEOF(t, p.b, 2*time.Second)
+		require.NoError(t, s.Wake()) // end the Select before any failure
+		r := await(t, s, done)
+		require.NoError(t, r.err)
+		require.Empty(t, r.evs)
+		require.True(t, released, "the peer saw no hang-up while Select was blocked: the closed descriptor is still held")
+	})
+}
+
+// peerSeesEOF reads fd until EOF or until timeout passes.
+func peerSeesEOF(t *testing.T, fd int, timeout time.Duration) bool {
+	t.Helper()
+	var buf [8]byte
+	limit := time.Now().Add(timeout)
+	for time.Now().Before(limit) {
+		n, err := unix.Read(fd, buf[:])
+		if err == nil && n == 0 {
+			return true
+		}
+		require.True(t, errors.Is(err, unix.EAGAIN), "read: %v", err)
+		waitReadable(t, fd, time.Until(limit))
+	}
+	return false
+}
+
+// waitReadable blocks in poll(2) until fd is readable or timeout passes.
+func waitReadable(t *testing.T, fd int, timeout time.Duration) {
+	t.Helper()
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, int(timeout/time.Millisecond)+1)
+		if err != unix.EINTR {
+			require.NoError(t, err)
+			return
+		}
+	}
+}
