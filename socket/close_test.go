@@ -5,6 +5,7 @@ package socket
 import (
 	"errors"
 	"io"
+	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -109,13 +110,83 @@ func TestRegistrationTracking(t *testing.T) {
 	require.NoError(t, w1.p.Deregister(a))
 	require.NoError(t, w2.p.Register(a, 1, poll.Readable, poll.Edge), "free to move once deregistered")
 
-	// A closed Poll releases the socket too.
+	// A closed Poll releases the socket too, with no Deregister on it first
+	// (see TestClosedPollLetsGo).
 	require.NoError(t, w2.p.Close())
-	require.ErrorIs(t, w1.p.Register(a, 1, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
-	require.ErrorIs(t, w2.p.Deregister(a), poll.ErrClosed)
 	require.NoError(t, w1.p.Register(a, 1, poll.Readable, poll.Edge))
 	require.ErrorIs(t, a.Register(nil, 1, poll.Readable, poll.Edge), poll.ErrInvalidArgument)
 	require.ErrorIs(t, a.Deregister(nil), poll.ErrInvalidArgument)
+}
+
+// A socket whose Poll has been closed can be registered with another one
+// at once, and gets its events there; while its Poll is open, another Poll
+// is refused.
+func TestClosedPollLetsGo(t *testing.T) {
+	w1, w2 := newPoller(t), newPoller(t)
+	a, b, err := Pair()
+	require.NoError(t, err)
+	closeIt(t, a)
+	closeIt(t, b)
+
+	require.NoError(t, w1.p.Register(a, 1, poll.Readable, poll.Edge))
+	require.ErrorIs(t, w2.p.Register(a, 2, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
+	require.ErrorIs(t, w2.p.Reregister(a, 2, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
+	require.ErrorIs(t, w2.p.Deregister(a), poll.ErrRegisteredElsewhere)
+	// The refusals did not disturb the registration with w1.
+	_, err = b.Write([]byte("1"))
+	require.NoError(t, err)
+	require.True(t, w1.wait(1, poll.Readable).IsReadable())
+	require.Equal(t, "1", string(w1.readN(1, a, 1)))
+
+	require.NoError(t, w1.p.Close())
+	require.ErrorIs(t, w2.p.Reregister(a, 2, poll.Readable, poll.Edge), poll.ErrNotRegistered,
+		"the closed Poll is forgotten, so the socket is registered nowhere")
+	require.NoError(t, w2.p.Register(a, 2, poll.Readable, poll.Edge))
+	_, err = b.Write([]byte("2"))
+	require.NoError(t, err)
+	require.True(t, w2.wait(2, poll.Readable).IsReadable())
+	require.Equal(t, "2", string(w2.readN(2, a, 1)))
+
+	// And the new registration is the one Close undoes: w2's table no
+	// longer has the number (while registered, Deregister would succeed).
+	fd := a.Fd()
+	require.NoError(t, a.Close())
+	require.ErrorIs(t, w2.p.Deregister(poll.Fd(fd)), poll.ErrNotRegistered)
+}
+
+// Errors from a closed socket match both closed sentinels, so one check
+// works whichever package a caller thinks of; a closed Poll's error is
+// poll.ErrClosed only, since the socket itself is still open.
+func TestClosedErrorsMatchBoth(t *testing.T) {
+	w := newPoller(t)
+	a, b, err := Pair()
+	require.NoError(t, err)
+	closeIt(t, b)
+	require.NoError(t, w.p.Register(a, 1, poll.Readable, poll.Edge))
+	require.NoError(t, a.Close())
+
+	buf := make([]byte, 4)
+	_, rerr := a.Read(buf)
+	_, werr := a.Write(buf)
+	for _, err := range []error{
+		rerr, werr, a.Close(), a.CloseWrite(),
+		w.p.Register(a, 1, poll.Readable, poll.Edge),
+		w.p.Reregister(a, 1, poll.Readable, poll.Edge),
+		w.p.Deregister(a),
+	} {
+		require.ErrorIs(t, err, ErrClosed)
+		require.ErrorIs(t, err, net.ErrClosed)
+		require.ErrorIs(t, err, poll.ErrClosed)
+		require.NotErrorIs(t, err, ErrNotOpen, "it was open once")
+		require.Contains(t, err.Error(), "use of closed network connection")
+	}
+
+	q, err := poll.New()
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	err = q.Register(b, 1, poll.Readable, poll.Edge)
+	require.ErrorIs(t, err, poll.ErrClosed)
+	require.NotErrorIs(t, err, ErrClosed, "the socket is open; the Poll is closed")
 }
 
 // Close racing with Read, Write and registration: every operation either

@@ -8,6 +8,20 @@
 // blocks: an operation that cannot proceed at once returns ErrWouldBlock,
 // and the caller waits for the next Readable or Writable event.
 //
+// # The API
+//
+//   - Open: DialTCP, ListenTCP, DialUDP, ListenUDP, DialUnix, ListenUnix,
+//     Pair; ListenOption (WithReusePort, WithBacklog) for ListenTCP.
+//   - Adopt a descriptor made elsewhere: AdoptTCPConn, AdoptTCPListener,
+//     AdoptUnixConn, and FileTCPConn, FileTCPListener, FileUnixConn for an
+//     *os.File.
+//   - Types: TCPListener and UnixListener (Accept), TCPConn and UnixConn
+//     (Read, Write, CloseWrite), UDPConn (ReadFrom, WriteTo, or Read and
+//     Write once connected); each with Fd, its addresses, Close and the
+//     poll.Evented methods.
+//   - Errors: ErrWouldBlock, ErrClosed, ErrNotOpen, ErrInvalidNetwork,
+//     ErrInvalidAddr, ErrWrongSocketType.
+//
 // # Ownership and Close
 //
 // A socket owns its descriptor. Close deregisters the socket from the Poll
@@ -15,16 +29,22 @@
 // Poll never holds a record of a descriptor number the kernel may hand out
 // again. For the same reason register the socket itself, not poll.Fd(s.Fd()):
 // only registrations made through the socket are tracked and undone by Close.
-// A socket is registered with at most one Poll at a time.
+// A socket is registered with at most one Poll at a time; once that Poll is
+// closed, it holds nothing, and the socket may be registered with another
+// at once.
 //
 // After Close every operation returns an error matching ErrClosed (which is
-// net.ErrClosed, so code written for package net recognises it too), and a
-// second Close does as well. A descriptor guard makes Close wait for
-// operations in progress on other goroutines, so no operation ever uses a
-// descriptor number after it has been closed and possibly reused.
+// net.ErrClosed, so code written for package net recognises it too) and
+// poll.ErrClosed, and a second Close does as well. A descriptor guard makes
+// Close wait for operations in progress on other goroutines, so no
+// operation ever uses a descriptor number after it has been closed and
+// possibly reused.
 //
-// Sockets have no finalizers: a socket that is dropped without Close leaks
-// its descriptor, as a raw descriptor would.
+// The zero value of each socket type, and a nil pointer to one, is a socket
+// that was never opened: its methods return errors matching ErrNotOpen (and
+// ErrClosed, and poll.ErrClosed), Register refuses it, Fd is -1, and no
+// descriptor is ever touched. Sockets have no finalizers: a socket that is
+// dropped without Close leaks its descriptor, as a raw descriptor would.
 //
 // # Errors
 //
@@ -33,4 +53,10 @@
 // errors.Is(err, ErrWouldBlock) and errors.Is(err, unix.EAGAIN). Other
 // failures of system calls are *os.SyscallError values (match the errno with
 // errors.Is), and a stream whose peer has closed its side reads io.EOF.
+//
+// Two packages have a closed sentinel. A socket's own errors after Close
+// (or before it was ever opened) match both socket.ErrClosed and
+// poll.ErrClosed, whether they come from the socket's methods or from
+// Poll.Register, Reregister and Deregister with the socket. A closed Poll
+// answers with poll.ErrClosed alone: the socket itself is still open.
 package socket

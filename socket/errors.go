@@ -8,15 +8,32 @@ import (
 	"net"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/poll"
 )
 
 // Errors returned by this package; match them with errors.Is.
+//
+// Which closed sentinel comes from where: an operation on a socket that is
+// closed (or was never opened) fails with an error matching both ErrClosed
+// (net.ErrClosed) and poll.ErrClosed, whether it is called on the socket or
+// through Poll.Register, Reregister or Deregister, so either check works. A
+// closed Poll is another matter: registering an open socket with it fails
+// with poll.ErrClosed alone, because the socket itself is still usable.
 var (
 	// ErrClosed is returned, wrapped with the operation, by every operation
 	// on a socket after Close, including a second Close. It is
 	// net.ErrClosed, so callers that already test for the net package's
-	// sentinel need no change.
+	// sentinel need no change; the same errors match poll.ErrClosed too.
 	ErrClosed = net.ErrClosed
+
+	// ErrNotOpen is returned, wrapped with the operation, by every method of
+	// a socket that was never opened: a zero value (TCPConn{}) or a nil
+	// pointer. Such an error matches ErrClosed and poll.ErrClosed as well,
+	// so code that handles a closed socket handles this one too; ErrNotOpen
+	// tells the two apart. A zero socket never touches a descriptor (not
+	// even 0, stdin).
+	ErrNotOpen = errors.New("socket: not open")
 
 	// ErrWouldBlock is returned, unwrapped, when a non-blocking operation
 	// cannot proceed yet: wait for the next Readable (or Writable) event and
@@ -52,9 +69,33 @@ func (wouldBlock) Unwrap() error { return unix.EAGAIN }
 // net.Error interface.
 func (wouldBlock) Timeout() bool { return true }
 
-// closedError wraps ErrClosed with the operation that found the socket
-// closed. Not on any hot path: a closed socket has nothing fast left to do.
-func closedError(op string) error { return fmt.Errorf("socket: %s: %w", op, ErrClosed) }
+// stateError is the error of an operation on a socket that is not open:
+// closed, or never opened. It matches ErrClosed and poll.ErrClosed (so one
+// check works whichever package the caller thinks of), and ErrNotOpen when
+// the socket was never opened. Not on any hot path: a socket that is not
+// open has nothing fast left to do.
+type stateError struct {
+	op      string
+	notOpen bool
+}
+
+func (e *stateError) Error() string {
+	if e.notOpen {
+		return "socket: " + e.op + ": " + ErrNotOpen.Error()
+	}
+	return "socket: " + e.op + ": " + ErrClosed.Error()
+}
+
+// Is matches the sentinels listed on stateError.
+func (e *stateError) Is(target error) bool {
+	return target == ErrClosed || target == poll.ErrClosed || (e.notOpen && target == ErrNotOpen)
+}
+
+// closedError is the error of op on a closed socket.
+func closedError(op string) error { return &stateError{op: op} }
+
+// notOpenError is the error of op on a socket that was never opened.
+func notOpenError(op string) error { return &stateError{op: op, notOpen: true} }
 
 // opError wraps err with the operation and, when known, the address.
 func opError(op, addr string, err error) error {

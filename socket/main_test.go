@@ -15,7 +15,14 @@ import (
 	"github.com/unipoll/unipoll/poll"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, or, in the child process of
+// TestZeroValueLeavesStdin, only that child's checks.
+func TestMain(m *testing.M) {
+	if ino := os.Getenv(zeroChildEnv); ino != "" {
+		os.Exit(zeroValueChild(ino))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // testDeadline bounds every wait in these tests; a healthy run needs
 // milliseconds, a slow CI machine under -race perhaps a second.

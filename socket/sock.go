@@ -15,56 +15,100 @@ import (
 
 // sock is the descriptor and its guard, shared by every socket type.
 //
+// A sock is notOpen, open or closed. notOpen is the zero value, so the zero
+// value of every socket type is a socket that was never opened; a nil *sock
+// (what a nil socket pointer hands its methods, see sockOf) is notOpen too,
+// and every method below accepts one.
+//
 // Invariants:
-//   - fd is a valid, open descriptor owned by this sock exactly while closed
-//     is false; both change only under mu held for writing, and only in
-//     close, which sets fd to -1 after the descriptor is closed.
-//   - Every use of fd takes mu, for reading (I/O, socket options) or for
-//     writing (registration, Close), and checks closed first. So Close
-//     waits for I/O in progress to finish, and nothing uses the number once
-//     Close has released it to the kernel for reuse. I/O never blocks, so
-//     the wait is short.
-//   - poll is the Poll the descriptor is registered with through this sock,
-//     or nil; guarded by mu held for writing. Close deregisters it before
-//     closing the descriptor, so the Poll's table never keeps a number the
-//     kernel may reuse.
+//  1. fd is a valid, open descriptor owned by this sock exactly while state
+//     is open. Only newSock makes an open sock, and state leaves open only
+//     in close, under mu held for writing, which sets fd to -1 once the
+//     descriptor is closed. So a zero value never uses its fd field, 0,
+//     which is stdin.
+//  2. Every use of fd takes mu, for reading (I/O, socket options,
+//     re-arming) or for writing (registration, Close), and checks state
+//     first. So Close waits for I/O in progress to finish, and nothing uses
+//     the number once Close has released it to the kernel for reuse. I/O
+//     never blocks, so the wait is short.
+//  3. poll is the Poll the descriptor is registered with through this sock,
+//     or nil; guarded by mu held for writing.
+//  4. A closed Poll holds nothing (Poll.Close forgets every descriptor). A
+//     registration call that finds poll closed forgets it, so the socket can
+//     go to another Poll at once, and close does not deregister from it.
+//
+// Lock order: mu, then the Poll's own locks (register and Close's
+// deregister call into the Poll with mu held; the Poll never calls back
+// into a socket).
 //
 // An RWMutex keeps Read and Write on different goroutines from serialising
 // each other; the read lock is one atomic add on the fast path.
 type sock struct {
-	mu     sync.RWMutex
-	fd     int
-	closed bool
-	poll   *poll.Poll
+	mu    sync.RWMutex
+	fd    int
+	state sockState
+	poll  *poll.Poll
 }
 
-func newSock(fd int) sock { return sock{fd: fd} }
+// sockState is where a sock is in its life; see sock.
+type sockState uint8
 
-// rlock takes the read lock and reports ErrClosed (wrapped with op) if the
-// socket is closed, in which case the lock is not held.
+const (
+	notOpen sockState = iota // the zero value: never opened
+	open
+	closed
+)
+
+func newSock(fd int) sock { return sock{fd: fd, state: open} }
+
+// stateErr is the error of op on a sock that is not open. Called with mu
+// held, or on a nil sock.
+func (s *sock) stateErr(op string) error {
+	if s == nil || s.state == notOpen {
+		return notOpenError(op)
+	}
+	return closedError(op)
+}
+
+// rlock takes the read lock and reports, wrapped with op, why the socket
+// cannot be used if it is not open, in which case the lock is not held.
 func (s *sock) rlock(op string) error {
+	if s == nil {
+		return notOpenError(op)
+	}
 	s.mu.RLock()
-	if s.closed {
+	if s.state != open {
+		err := s.stateErr(op)
 		s.mu.RUnlock()
-		return closedError(op)
+		return err
 	}
 	return nil
 }
 
 // lock is rlock for writers.
 func (s *sock) lock(op string) error {
+	if s == nil {
+		return notOpenError(op)
+	}
 	s.mu.Lock()
-	if s.closed {
+	if s.state != open {
+		err := s.stateErr(op)
 		s.mu.Unlock()
-		return closedError(op)
+		return err
 	}
 	return nil
 }
 
-// sysfd returns the descriptor number, or -1 once closed.
+// sysfd returns the descriptor number, or -1 unless the sock is open.
 func (s *sock) sysfd() int {
+	if s == nil {
+		return -1
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.state != open {
+		return -1
+	}
 	return s.fd
 }
 
@@ -78,17 +122,17 @@ func (s *sock) close() error {
 	}
 	defer s.mu.Unlock()
 	var derr error
-	if p := s.poll; p != nil {
-		s.poll = nil
+	if p := s.poll; p != nil && !p.Closed() { // invariant 4
 		if err := p.Deregister(poll.Fd(s.fd)); err != nil &&
 			!errors.Is(err, poll.ErrNotRegistered) && !errors.Is(err, poll.ErrClosed) {
 			derr = opError("close: deregister", "", err)
 		}
 	}
+	s.poll = nil
 	// close is not retried on EINTR: the descriptor is released even then,
 	// and a retry could close a number another goroutine has just opened.
 	cerr := unix.Close(s.fd)
-	s.fd, s.closed = -1, true
+	s.fd, s.state = -1, closed
 	if cerr != nil {
 		cerr = os.NewSyscallError("close", cerr)
 	}
@@ -104,6 +148,7 @@ func (s *sock) register(p *poll.Poll, t poll.Token, interest poll.Ready, opts po
 	if p == nil {
 		return fmt.Errorf("socket: register: nil Poll: %w", poll.ErrInvalidArgument)
 	}
+	s.forgetClosedPoll()
 	if s.poll != nil && s.poll != p {
 		// Close can undo only one registration; see the package doc.
 		return fmt.Errorf("socket: register: %w", poll.ErrRegisteredElsewhere)
@@ -128,8 +173,8 @@ func (s *sock) reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts 
 }
 
 // deregister implements poll.Evented.Deregister. The remembered Poll is
-// forgotten also when p reports it is closed, so that the socket can then
-// be registered with another Poll.
+// forgotten also when p reports it is closed or does not know the
+// descriptor, so that the socket can then be registered elsewhere.
 func (s *sock) deregister(p *poll.Poll) error {
 	if err := s.lock("deregister"); err != nil {
 		return err
@@ -145,17 +190,28 @@ func (s *sock) deregister(p *poll.Poll) error {
 	return err
 }
 
-// checkPoll reports whether this sock is registered with p.
+// checkPoll reports whether this sock is registered with p. The call is
+// passed on to p when it is the remembered Poll, even a closed one, so that
+// the caller hears poll.ErrClosed from it; any other closed Poll is
+// forgotten first (invariant 4). Called with mu held for writing.
 func (s *sock) checkPoll(op string, p *poll.Poll) error {
 	if p == nil {
 		return fmt.Errorf("socket: %s: nil Poll: %w", op, poll.ErrInvalidArgument)
 	}
-	switch s.poll {
-	case p:
+	if s.poll == p {
 		return nil
-	case nil:
+	}
+	s.forgetClosedPoll()
+	if s.poll == nil {
 		return fmt.Errorf("socket: %s: %w", op, poll.ErrNotRegistered)
-	default:
-		return fmt.Errorf("socket: %s: %w", op, poll.ErrRegisteredElsewhere)
+	}
+	return fmt.Errorf("socket: %s: %w", op, poll.ErrRegisteredElsewhere)
+}
+
+// forgetClosedPoll drops the remembered Poll if it has been closed
+// (invariant 4). Called with mu held for writing.
+func (s *sock) forgetClosedPoll() {
+	if s.poll.Closed() {
+		s.poll = nil
 	}
 }

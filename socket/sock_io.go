@@ -143,24 +143,31 @@ func (s *sock) setsockoptInt(level, opt, value int) error {
 	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(s.fd, level, opt, value))
 }
 
-// getsockoptInt reads an integer socket option.
-func (s *sock) getsockoptInt(level, opt int) (int, error) {
-	if err := s.rlock("getsockopt"); err != nil {
+// connectErrno tells how a non-blocking connect went: the errno it failed
+// with (from SO_ERROR, which reading clears), 0 once connected, or
+// ErrWouldBlock while the handshake is still going on.
+func (s *sock) connectErrno() (unix.Errno, error) {
+	if err := s.rlock("connect"); err != nil {
 		return 0, err
 	}
 	defer s.mu.RUnlock()
-	v, err := unix.GetsockoptInt(s.fd, level, opt)
-	return v, os.NewSyscallError("getsockopt", err)
-}
-
-// getpeername returns the peer's address.
-func (s *sock) getpeername() (unix.Sockaddr, error) {
-	if err := s.rlock("getpeername"); err != nil {
-		return nil, err
+	soerr, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return 0, os.NewSyscallError("getsockopt(SO_ERROR)", err)
 	}
-	defer s.mu.RUnlock()
-	sa, err := unix.Getpeername(s.fd)
-	return sa, os.NewSyscallError("getpeername", err)
+	if soerr != 0 {
+		return unix.Errno(soerr), nil
+	}
+	// No pending error: connected if there is a peer. ENOTCONN with no
+	// error means the handshake is still going on.
+	switch _, err := unix.Getpeername(s.fd); err {
+	case nil:
+		return 0, nil
+	case unix.ENOTCONN:
+		return 0, ErrWouldBlock
+	default:
+		return 0, os.NewSyscallError("getpeername", err)
+	}
 }
 
 // accept takes one pending connection. ECONNABORTED (a connection reset

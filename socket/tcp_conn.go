@@ -3,7 +3,6 @@
 package socket
 
 import (
-	"errors"
 	"net"
 	"os"
 	"sync/atomic"
@@ -14,6 +13,12 @@ import (
 // TCPConn is a non-blocking TCP connection. Read and Write may be used from
 // different goroutines at once; each is safe for concurrent use, though two
 // concurrent Writes may interleave their bytes, as with any socket.
+//
+// The zero value, like a nil *TCPConn, is a conn that was never opened:
+// every method with an error result returns an error matching ErrNotOpen
+// (and ErrClosed), Register refuses it, Fd is -1 and the addresses are nil.
+// Get a TCPConn from DialTCP, TCPListener.Accept, AdoptTCPConn or
+// FileTCPConn.
 type TCPConn struct {
 	s      sock
 	local  *net.TCPAddr
@@ -81,23 +86,31 @@ func newTCPConn(fd int, remote *net.TCPAddr) (*TCPConn, error) {
 	return &TCPConn{s: newSock(fd), local: tcpAddr(lsa), remote: remote}, nil
 }
 
+// sockOf returns c's sock, or nil (a sock that is not open) for a nil c.
+func (c *TCPConn) sockOf() *sock {
+	if c == nil {
+		return nil
+	}
+	return &c.s
+}
+
 // Read reads what is available, up to len(b) bytes. It returns
 // ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
 // side and everything before that has been read.
-func (c *TCPConn) Read(b []byte) (int, error) { return c.s.readStream(b) }
+func (c *TCPConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
 
 // Write writes b, or as much of it as fits in the socket's send buffer: a
 // short write returns the count and ErrWouldBlock, and the caller sends the
 // rest on the next Writable event.
-func (c *TCPConn) Write(b []byte) (int, error) { return c.s.write(b) }
+func (c *TCPConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
 
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
 // read everything sent before, and may still send back; this side can still
 // read.
-func (c *TCPConn) CloseWrite() error { return c.s.shutdown(unix.SHUT_WR) }
+func (c *TCPConn) CloseWrite() error { return c.sockOf().shutdown(unix.SHUT_WR) }
 
 // CloseRead shuts down the receiving side.
-func (c *TCPConn) CloseRead() error { return c.s.shutdown(unix.SHUT_RD) }
+func (c *TCPConn) CloseRead() error { return c.sockOf().shutdown(unix.SHUT_RD) }
 
 // SetNoDelay sets TCP_NODELAY: true sends small writes at once instead of
 // coalescing them (Nagle's algorithm). New connections have the system
@@ -107,7 +120,7 @@ func (c *TCPConn) SetNoDelay(noDelay bool) error {
 	if noDelay {
 		v = 1
 	}
-	return c.s.setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+	return c.sockOf().setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
 }
 
 // ConnectError tells how a connect started by DialTCP went, once the conn
@@ -116,42 +129,49 @@ func (c *TCPConn) SetNoDelay(noDelay bool) error {
 // and ErrWouldBlock while it is still in progress (after a spurious event).
 // The failure is remembered, so later calls report it too.
 func (c *TCPConn) ConnectError() error {
+	if c == nil {
+		return notOpenError("connect")
+	}
 	if p := c.connErr.Load(); p != nil {
 		return *p
 	}
-	soerr, err := c.s.getsockoptInt(unix.SOL_SOCKET, unix.SO_ERROR)
+	errno, err := c.s.connectErrno()
 	if err != nil {
 		return err
 	}
-	if soerr != 0 {
-		err := error(os.NewSyscallError("connect", unix.Errno(soerr)))
+	if errno != 0 {
+		err := error(os.NewSyscallError("connect", errno))
 		c.connErr.CompareAndSwap(nil, &err)
 		return *c.connErr.Load()
-	}
-	// No pending error: connected if there is a peer. ENOTCONN with no
-	// error means the handshake is still going on.
-	if _, err := c.s.getpeername(); err != nil {
-		if errors.Is(err, unix.ENOTCONN) {
-			return ErrWouldBlock
-		}
-		return err
 	}
 	return nil
 }
 
-// LocalAddr is the conn's own address (a *net.TCPAddr). It stays available
-// after Close.
-func (c *TCPConn) LocalAddr() net.Addr { return netAddr(c.local) }
+// LocalAddr is the conn's own address (a *net.TCPAddr), or nil for a conn
+// that was never opened. It stays available after Close.
+func (c *TCPConn) LocalAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return netAddr(c.local)
+}
 
 // RemoteAddr is the peer's address (a *net.TCPAddr): the address dialed, or
 // the one the connection was accepted from; nil if there is none (an
-// adopted descriptor that is not connected). It stays available after Close.
-func (c *TCPConn) RemoteAddr() net.Addr { return netAddr(c.remote) }
+// adopted descriptor that is not connected, a conn never opened). It stays
+// available after Close.
+func (c *TCPConn) RemoteAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return netAddr(c.remote)
+}
 
-// Fd returns the descriptor, or -1 after Close. The conn keeps owning it:
-// do not close it, and do not use the number after Close.
-func (c *TCPConn) Fd() int { return c.s.sysfd() }
+// Fd returns the descriptor, or -1 after Close (and for a conn never
+// opened). The conn keeps owning it: do not close it, and do not use the
+// number after Close.
+func (c *TCPConn) Fd() int { return c.sockOf().sysfd() }
 
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
-func (c *TCPConn) Close() error { return c.s.close() }
+func (c *TCPConn) Close() error { return c.sockOf().close() }

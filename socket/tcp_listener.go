@@ -12,6 +12,12 @@ import (
 // TCPListener is a non-blocking TCP listening socket. It is readable when a
 // connection is waiting to be accepted. Its methods are safe for concurrent
 // use.
+//
+// The zero value, like a nil *TCPListener, is a listener that was never
+// opened: every method with an error result returns an error matching
+// ErrNotOpen (and ErrClosed), Register refuses it, Fd is -1 and Addr is
+// nil. Get a TCPListener from ListenTCP, AdoptTCPListener or
+// FileTCPListener.
 type TCPListener struct {
 	s    sock
 	addr *net.TCPAddr
@@ -79,34 +85,59 @@ func newTCPListener(fd int) (*TCPListener, error) {
 	return &TCPListener{s: newSock(fd), addr: tcpAddr(sa)}, nil
 }
 
+// sockOf returns l's sock, or nil (a sock that is not open) for a nil l.
+func (l *TCPListener) sockOf() *sock {
+	if l == nil {
+		return nil
+	}
+	return &l.s
+}
+
 // Accept takes one pending connection, non-blocking and close-on-exec. With
 // none pending it returns ErrWouldBlock: with edge-triggered registration,
 // accept until then, since the next event comes only with a new connection.
 // Running out of descriptors is an error matching unix.EMFILE or
 // unix.ENFILE; the connection stays queued.
 func (l *TCPListener) Accept() (*TCPConn, error) {
-	fd, rsa, err := l.s.accept()
+	fd, rsa, err := l.sockOf().accept()
 	if err != nil {
-		if err == ErrWouldBlock {
-			return nil, err
-		}
-		return nil, opError("accept", l.addr.String(), err)
+		return nil, acceptError(err, l.Addr())
 	}
 	return newTCPConn(fd, tcpAddr(rsa))
 }
 
-// Addr is the address the listener is bound to, with the actual port when
-// port 0 was asked for. It stays available after Close.
-func (l *TCPListener) Addr() net.Addr { return netAddr(l.addr) }
+// acceptError wraps a system call's failure with the listener's address;
+// ErrWouldBlock and a listener that is not open need no more context.
+func acceptError(err error, addr net.Addr) error {
+	if _, ok := err.(*stateError); ok || err == ErrWouldBlock {
+		return err
+	}
+	where := ""
+	if addr != nil {
+		where = addr.String()
+	}
+	return opError("accept", where, err)
+}
 
-// Fd returns the descriptor, or -1 after Close. The listener keeps owning
-// it: do not close it, and do not use the number after Close.
-func (l *TCPListener) Fd() int { return l.s.sysfd() }
+// Addr is the address the listener is bound to, with the actual port when
+// port 0 was asked for; nil for a listener never opened. It stays available
+// after Close.
+func (l *TCPListener) Addr() net.Addr {
+	if l == nil {
+		return nil
+	}
+	return netAddr(l.addr)
+}
+
+// Fd returns the descriptor, or -1 after Close (and for a listener never
+// opened). The listener keeps owning it: do not close it, and do not use
+// the number after Close.
+func (l *TCPListener) Fd() int { return l.sockOf().sysfd() }
 
 // Close deregisters the listener from its Poll, if any, and closes it.
 // Connections already accepted are not affected. Closing twice returns an
 // error matching ErrClosed.
-func (l *TCPListener) Close() error { return l.s.close() }
+func (l *TCPListener) Close() error { return l.sockOf().close() }
 
 // tcpEndpoint is a resolved TCP address and a socket of its family.
 type tcpEndpoint struct {

@@ -13,9 +13,14 @@ import (
 // UDPConn is a non-blocking UDP socket: bound by ListenUDP, or connected to
 // one peer by DialUDP. Its methods are safe for concurrent use; a datagram
 // is always sent and received whole.
+//
+// The zero value, like a nil *UDPConn, is a socket that was never opened:
+// every method with an error result returns an error matching ErrNotOpen
+// (and ErrClosed), Register refuses it, Fd is -1 and the addresses are nil.
+// Get a UDPConn from ListenUDP or DialUDP.
 type UDPConn struct {
 	s      sock
-	family int
+	family int // AF_INET or AF_INET6; 0 only in a conn never opened
 	local  *net.UDPAddr
 	remote *net.UDPAddr // nil unless connected
 }
@@ -100,11 +105,19 @@ func newUDPConn(fd, family int, remote *net.UDPAddr) (*UDPConn, error) {
 	return &UDPConn{s: newSock(fd), family: family, local: udpAddr(lsa), remote: remote}, nil
 }
 
+// sockOf returns c's sock, or nil (a sock that is not open) for a nil c.
+func (c *UDPConn) sockOf() *sock {
+	if c == nil {
+		return nil
+	}
+	return &c.s
+}
+
 // ReadFrom reads one datagram into b and returns its length and sender (a
 // *net.UDPAddr). A datagram longer than b is truncated; the rest is lost.
 // It returns ErrWouldBlock when none is waiting.
 func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, sa, err := c.s.recvfrom(b)
+	n, sa, err := c.sockOf().recvfrom(b)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -115,6 +128,10 @@ func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 // the socket's family. It returns ErrWouldBlock when the send buffer is
 // full, having sent nothing.
 func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c == nil || c.family == 0 {
+		// Before the address, which a never-opened conn has no family for.
+		return 0, notOpenError("write to")
+	}
 	ua, ok := addr.(*net.UDPAddr)
 	if !ok || ua == nil {
 		return 0, fmt.Errorf("socket: write to %v: %w: want *net.UDPAddr, have %T", addr, ErrInvalidAddr, addr)
@@ -123,7 +140,7 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, opError("write to", ua.String(), err)
 	}
-	if err := c.s.sendto(b, sa); err != nil {
+	if err := c.sockOf().sendto(b, sa); err != nil {
 		return 0, err
 	}
 	return len(b), nil
@@ -132,23 +149,34 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 // Read reads one datagram from the connected peer (see DialUDP); zero bytes
 // is an empty datagram, not EOF. It returns ErrWouldBlock when none is
 // waiting.
-func (c *UDPConn) Read(b []byte) (int, error) { return c.s.readDatagram(b) }
+func (c *UDPConn) Read(b []byte) (int, error) { return c.sockOf().readDatagram(b) }
 
 // Write sends b as one datagram to the connected peer (see DialUDP).
-func (c *UDPConn) Write(b []byte) (int, error) { return c.s.write(b) }
+func (c *UDPConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
 
-// LocalAddr is the socket's own address (a *net.UDPAddr). It stays available
-// after Close.
-func (c *UDPConn) LocalAddr() net.Addr { return netAddr(c.local) }
+// LocalAddr is the socket's own address (a *net.UDPAddr), or nil for a
+// socket never opened. It stays available after Close.
+func (c *UDPConn) LocalAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return netAddr(c.local)
+}
 
 // RemoteAddr is the connected peer's address (a *net.UDPAddr), or nil for a
-// socket from ListenUDP.
-func (c *UDPConn) RemoteAddr() net.Addr { return netAddr(c.remote) }
+// socket from ListenUDP (or never opened).
+func (c *UDPConn) RemoteAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return netAddr(c.remote)
+}
 
-// Fd returns the descriptor, or -1 after Close. The conn keeps owning it:
-// do not close it, and do not use the number after Close.
-func (c *UDPConn) Fd() int { return c.s.sysfd() }
+// Fd returns the descriptor, or -1 after Close (and for a socket never
+// opened). The conn keeps owning it: do not close it, and do not use the
+// number after Close.
+func (c *UDPConn) Fd() int { return c.sockOf().sysfd() }
 
 // Close deregisters the socket from its Poll, if any, and closes it.
 // Closing twice returns an error matching ErrClosed.
-func (c *UDPConn) Close() error { return c.s.close() }
+func (c *UDPConn) Close() error { return c.sockOf().close() }

@@ -11,10 +11,16 @@ import (
 
 // UnixConn is a non-blocking Unix-domain stream connection. Read and Write
 // may be used from different goroutines at once.
+//
+// The zero value, like a nil *UnixConn, is a conn that was never opened:
+// every method with an error result returns an error matching ErrNotOpen
+// (and ErrClosed), Register refuses it, Fd is -1 and the addresses are nil.
+// Get a UnixConn from DialUnix, Pair, UnixListener.Accept, AdoptUnixConn
+// or FileUnixConn.
 type UnixConn struct {
 	s      sock
-	local  string
-	remote string
+	local  *net.UnixAddr // nil only in a conn never opened
+	remote *net.UnixAddr // likewise
 }
 
 // DialUnix connects to the listener at the socket file path. A Unix-domain
@@ -60,36 +66,62 @@ func Pair() (*UnixConn, *UnixConn, error) {
 	return newUnixConn(fds[0], "", ""), newUnixConn(fds[1], "", ""), nil
 }
 
-// newUnixConn wraps a connected descriptor, taking ownership of it.
+// newUnixConn wraps a connected descriptor, taking ownership of it. An
+// empty name is an unnamed end.
 func newUnixConn(fd int, local, remote string) *UnixConn {
-	return &UnixConn{s: newSock(fd), local: local, remote: remote}
+	return &UnixConn{
+		s:      newSock(fd),
+		local:  &net.UnixAddr{Name: local, Net: "unix"},
+		remote: &net.UnixAddr{Name: remote, Net: "unix"},
+	}
+}
+
+// sockOf returns c's sock, or nil (a sock that is not open) for a nil c.
+func (c *UnixConn) sockOf() *sock {
+	if c == nil {
+		return nil
+	}
+	return &c.s
 }
 
 // Read reads what is available, up to len(b) bytes. It returns
 // ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
 // side and everything before that has been read.
-func (c *UnixConn) Read(b []byte) (int, error) { return c.s.readStream(b) }
+func (c *UnixConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
 
 // Write writes b, or as much as fits: a short write returns the count and
 // ErrWouldBlock, and the caller sends the rest on the next Writable event.
-func (c *UnixConn) Write(b []byte) (int, error) { return c.s.write(b) }
+func (c *UnixConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
 
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
 // read everything sent before, and may still send back.
-func (c *UnixConn) CloseWrite() error { return c.s.shutdown(unix.SHUT_WR) }
+func (c *UnixConn) CloseWrite() error { return c.sockOf().shutdown(unix.SHUT_WR) }
 
 // LocalAddr is the conn's own address (a *net.UnixAddr, with an empty Name
-// when unnamed, as a dialing client and both ends of a Pair are).
-func (c *UnixConn) LocalAddr() net.Addr { return &net.UnixAddr{Name: c.local, Net: "unix"} }
+// when unnamed, as a dialing client and both ends of a Pair are), or nil
+// for a conn never opened. It stays available after Close.
+func (c *UnixConn) LocalAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return netAddr(c.local)
+}
 
 // RemoteAddr is the peer's address (a *net.UnixAddr): the path dialed, or
-// an empty Name when the peer is unnamed.
-func (c *UnixConn) RemoteAddr() net.Addr { return &net.UnixAddr{Name: c.remote, Net: "unix"} }
+// an empty Name when the peer is unnamed; nil for a conn never opened. It
+// stays available after Close.
+func (c *UnixConn) RemoteAddr() net.Addr {
+	if c == nil {
+		return nil
+	}
+	return netAddr(c.remote)
+}
 
-// Fd returns the descriptor, or -1 after Close. The conn keeps owning it:
-// do not close it, and do not use the number after Close.
-func (c *UnixConn) Fd() int { return c.s.sysfd() }
+// Fd returns the descriptor, or -1 after Close (and for a conn never
+// opened). The conn keeps owning it: do not close it, and do not use the
+// number after Close.
+func (c *UnixConn) Fd() int { return c.sockOf().sysfd() }
 
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
-func (c *UnixConn) Close() error { return c.s.close() }
+func (c *UnixConn) Close() error { return c.sockOf().close() }

@@ -13,9 +13,14 @@ import (
 // UnixListener is a non-blocking Unix-domain stream listening socket. It is
 // readable when a connection is waiting. Its methods are safe for
 // concurrent use.
+//
+// The zero value, like a nil *UnixListener, is a listener that was never
+// opened: every method with an error result returns an error matching
+// ErrNotOpen (and ErrClosed), Register refuses it, Fd is -1 and Addr is
+// nil. Get a UnixListener from ListenUnix.
 type UnixListener struct {
 	s    sock
-	path string
+	path string // never empty, except in a listener never opened
 	// The socket file this listener created, identified by device and
 	// inode, so that Close removes that file and not one another process
 	// has put at the same path since.
@@ -59,35 +64,48 @@ func listenUnix(path string) (*UnixListener, error) {
 	return l, nil
 }
 
+// sockOf returns l's sock, or nil (a sock that is not open) for a nil l.
+func (l *UnixListener) sockOf() *sock {
+	if l == nil {
+		return nil
+	}
+	return &l.s
+}
+
 // Accept takes one pending connection, non-blocking and close-on-exec, or
 // returns ErrWouldBlock when none is pending. See TCPListener.Accept.
 func (l *UnixListener) Accept() (*UnixConn, error) {
-	fd, _, err := l.s.accept()
+	fd, _, err := l.sockOf().accept()
 	if err != nil {
-		if err == ErrWouldBlock {
-			return nil, err
-		}
-		return nil, opError("accept", l.path, err)
+		return nil, acceptError(err, l.Addr())
 	}
 	// The peer of a connected client is normally unnamed; the local name
 	// is the listener's.
 	return newUnixConn(fd, l.path, ""), nil
 }
 
-// Addr is the listener's address (a *net.UnixAddr).
-func (l *UnixListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
+// Addr is the listener's address (a *net.UnixAddr), or nil for a listener
+// never opened. It stays available after Close.
+func (l *UnixListener) Addr() net.Addr {
+	if l == nil || l.path == "" {
+		return nil
+	}
+	return &net.UnixAddr{Name: l.path, Net: "unix"}
+}
 
-// Fd returns the descriptor, or -1 after Close. The listener keeps owning
-// it: do not close it, and do not use the number after Close.
-func (l *UnixListener) Fd() int { return l.s.sysfd() }
+// Fd returns the descriptor, or -1 after Close (and for a listener never
+// opened). The listener keeps owning it: do not close it, and do not use
+// the number after Close.
+func (l *UnixListener) Fd() int { return l.sockOf().sysfd() }
 
 // Close deregisters the listener from its Poll, if any, closes it, and
 // removes the socket file if this listener created it and it is still the
 // same file. Closing twice returns an error matching ErrClosed.
 func (l *UnixListener) Close() error {
-	err := l.s.close()
+	err := l.sockOf().close()
 	if errors.Is(err, ErrClosed) {
-		return err // closed before: the file was dealt with then
+		// Closed before (the file was dealt with then), or never opened.
+		return err
 	}
 	// Any other error still closed the descriptor; the file goes too.
 	return errors.Join(err, l.unlink())

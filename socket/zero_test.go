@@ -1,0 +1,182 @@
+//go:build unix
+
+package socket
+
+import (
+	"net"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// call is one exported method (or Poll method taking the socket) with an
+// error result, bound to its receiver.
+type call struct {
+	name string
+	f    func() error
+}
+
+// unopened describes one socket type as a nil pointer or a zero value: the
+// calls that must fail with ErrNotOpen, and what its methods without an
+// error result return.
+type unopened struct {
+	kind  string
+	calls []call
+	fd    func() int
+	addrs map[string]func() net.Addr
+	// methods is the type's exported method set, so that a method added
+	// later without a case here fails the test.
+	methods reflect.Type
+}
+
+// evented adds the poll.Evented methods, called directly and through a Poll.
+func evented(p *poll.Poll, e poll.Evented, calls ...call) []call {
+	return append(calls,
+		call{"Register", func() error { return e.Register(p, 1, poll.Readable, poll.Edge) }},
+		call{"Reregister", func() error { return e.Reregister(p, 1, poll.Readable, poll.Edge) }},
+		call{"Deregister", func() error { return e.Deregister(p) }},
+		call{"Poll.Register", func() error { return p.Register(e, 1, poll.Readable, poll.Edge) }},
+		call{"Poll.Reregister", func() error { return p.Reregister(e, 1, poll.Readable, poll.Edge) }},
+		call{"Poll.Deregister", func() error { return p.Deregister(e) }},
+	)
+}
+
+func tcpConnCase(kind string, c *TCPConn, p *poll.Poll) unopened {
+	b := make([]byte, 4)
+	return unopened{
+		kind: kind + " *TCPConn",
+		calls: evented(p, c,
+			call{"Read", func() error { _, err := c.Read(b); return err }},
+			call{"Read(empty)", func() error { _, err := c.Read(nil); return err }},
+			call{"Write", func() error { _, err := c.Write(b); return err }},
+			call{"CloseWrite", c.CloseWrite},
+			call{"CloseRead", c.CloseRead},
+			call{"SetNoDelay", func() error { return c.SetNoDelay(true) }},
+			call{"ConnectError", c.ConnectError},
+			call{"Close", c.Close},
+		),
+		fd:      c.Fd,
+		addrs:   map[string]func() net.Addr{"LocalAddr": c.LocalAddr, "RemoteAddr": c.RemoteAddr},
+		methods: reflect.TypeOf(c),
+	}
+}
+
+func tcpListenerCase(kind string, l *TCPListener, p *poll.Poll) unopened {
+	return unopened{
+		kind: kind + " *TCPListener",
+		calls: evented(p, l,
+			call{"Accept", func() error { _, err := l.Accept(); return err }},
+			call{"Close", l.Close},
+		),
+		fd:      l.Fd,
+		addrs:   map[string]func() net.Addr{"Addr": l.Addr},
+		methods: reflect.TypeOf(l),
+	}
+}
+
+func udpConnCase(kind string, c *UDPConn, p *poll.Poll) unopened {
+	b := make([]byte, 4)
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
+	return unopened{
+		kind: kind + " *UDPConn",
+		calls: evented(p, c,
+			call{"Read", func() error { _, err := c.Read(b); return err }},
+			call{"Write", func() error { _, err := c.Write(b); return err }},
+			call{"ReadFrom", func() error { _, _, err := c.ReadFrom(b); return err }},
+			call{"WriteTo", func() error { _, err := c.WriteTo(b, to); return err }},
+			call{"Close", c.Close},
+		),
+		fd:      c.Fd,
+		addrs:   map[string]func() net.Addr{"LocalAddr": c.LocalAddr, "RemoteAddr": c.RemoteAddr},
+		methods: reflect.TypeOf(c),
+	}
+}
+
+func unixConnCase(kind string, c *UnixConn, p *poll.Poll) unopened {
+	b := make([]byte, 4)
+	return unopened{
+		kind: kind + " *UnixConn",
+		calls: evented(p, c,
+			call{"Read", func() error { _, err := c.Read(b); return err }},
+			call{"Write", func() error { _, err := c.Write(b); return err }},
+			call{"CloseWrite", c.CloseWrite},
+			call{"Close", c.Close},
+		),
+		fd:      c.Fd,
+		addrs:   map[string]func() net.Addr{"LocalAddr": c.LocalAddr, "RemoteAddr": c.RemoteAddr},
+		methods: reflect.TypeOf(c),
+	}
+}
+
+func unixListenerCase(kind string, l *UnixListener, p *poll.Poll) unopened {
+	return unopened{
+		kind: kind + " *UnixListener",
+		calls: evented(p, l,
+			call{"Accept", func() error { _, err := l.Accept(); return err }},
+			call{"Close", l.Close},
+		),
+		fd:      l.Fd,
+		addrs:   map[string]func() net.Addr{"Addr": l.Addr},
+		methods: reflect.TypeOf(l),
+	}
+}
+
+// TestNilAndZeroSockets calls every exported method of every socket type on
+// a nil pointer and on a zero value: each one with an error result returns
+// an error matching ErrNotOpen (and ErrClosed, as a never-opened socket is a
+// closed one), none panics, Fd is -1 and the addresses are nil. A zero
+// value's descriptor field is 0, which is stdin: see also
+// TestZeroValueLeavesStdin, which watches descriptor 0 itself.
+func TestNilAndZeroSockets(t *testing.T) {
+	w := newPoller(t)
+	p := w.p
+	cases := []unopened{
+		tcpConnCase("nil", nil, p), tcpConnCase("zero", new(TCPConn), p),
+		tcpListenerCase("nil", nil, p), tcpListenerCase("zero", new(TCPListener), p),
+		udpConnCase("nil", nil, p), udpConnCase("zero", new(UDPConn), p),
+		unixConnCase("nil", nil, p), unixConnCase("zero", new(UnixConn), p),
+		unixListenerCase("nil", nil, p), unixListenerCase("zero", new(UnixListener), p),
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			// Twice: a failed call must not have changed the state either.
+			for range 2 {
+				for _, k := range c.calls {
+					var err error
+					require.NotPanics(t, func() { err = k.f() }, k.name)
+					require.ErrorIs(t, err, ErrNotOpen, k.name)
+					require.ErrorIs(t, err, ErrClosed, k.name)
+					require.ErrorIs(t, err, poll.ErrClosed, k.name)
+				}
+				require.NotPanics(t, func() { require.Equal(t, -1, c.fd()) })
+				for name, f := range c.addrs {
+					require.NotPanics(t, func() { require.Nil(t, f(), name) }, name)
+				}
+			}
+			// The Poll holds nothing for the socket.
+			n, err := p.Poll(w.ev, 0)
+			require.NoError(t, err)
+			require.Zero(t, n)
+
+			covered := map[string]bool{"Fd": true}
+			for _, k := range c.calls {
+				covered[k.name] = true
+			}
+			for name := range c.addrs {
+				covered[name] = true
+			}
+			var missing []string
+			for i := range c.methods.NumMethod() {
+				if m := c.methods.Method(i).Name; !covered[m] {
+					missing = append(missing, m)
+				}
+			}
+			sort.Strings(missing)
+			require.Empty(t, missing, "exported methods without a case")
+		})
+	}
+}
