@@ -5,8 +5,11 @@ package socket
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,29 +17,88 @@ import (
 // Conversions between package net's address types, which callers use, and
 // the unix.Sockaddr values the system calls take.
 
-// inetFamily chooses the address family for network and ip. Unlike package
-// net, which opens a dual-stack IPv6 socket for a wildcard "tcp" address,
-// "tcp" and "udp" here mean IPv4 unless the address is an IPv6 one: a
-// socket's family is then always visible from its address. Use "tcp6" or
-// "udp6" for an IPv6 wildcard.
-func inetFamily(network, base string, ip net.IP) (int, error) {
-	switch network {
-	case base + "4":
-		if ip != nil && ip.To4() == nil {
-			return 0, fmt.Errorf("%w: %s address %s", ErrInvalidNetwork, network, ip)
-		}
-		return unix.AF_INET, nil
-	case base + "6":
-		// An IPv4 address here is IPv4-mapped, which AF_INET6 accepts; the
-		// resolver has already refused plain IPv4 for this network.
-		return unix.AF_INET6, nil
-	case base:
-		if ip == nil || ip.To4() != nil {
-			return unix.AF_INET, nil
-		}
-		return unix.AF_INET6, nil
+// inetEndpoint is an IP address, port and the address family of the socket
+// that uses them: what parseInet makes of a network and "host:port".
+type inetEndpoint struct {
+	family int
+	ip     net.IP // nil: the wildcard address
+	port   int
+	zone   string
+}
+
+// parseInet parses addr, "host:port", for network, which is base ("tcp" or
+// "udp"), base+"4" or base+"6".
+//
+// The host must be an IP literal, or empty for the wildcard address, and
+// the port a decimal number: a name needs a lookup, which can block, and
+// the callers run in event loops, so a name is ErrNeedsResolve rather than
+// resolved here (see DialTCP).
+//
+// The family follows from network and address. Unlike package net, which
+// opens a dual-stack IPv6 socket for a wildcard "tcp" address, "tcp" and
+// "udp" here mean IPv4 unless the address is an IPv6 one: a socket's family
+// is then always visible from its address. Use "tcp6" or "udp6" for an
+// IPv6 wildcard. An IPv4-mapped IPv6 address (::ffff:192.0.2.1) is IPv4,
+// as package net treats it: accepted by base and base+"4", refused by
+// base+"6".
+func parseInet(network, base, addr string) (inetEndpoint, error) {
+	if network != base && network != base+"4" && network != base+"6" {
+		return inetEndpoint{}, fmt.Errorf("%w: %q", ErrInvalidNetwork, network)
 	}
-	return 0, fmt.Errorf("%w: %q", ErrInvalidNetwork, network)
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return inetEndpoint{}, fmt.Errorf("%w: %w", ErrInvalidAddr, err)
+	}
+	port, err := parsePort(portStr)
+	if err != nil {
+		return inetEndpoint{}, err
+	}
+	e := inetEndpoint{port: port}
+	var ip netip.Addr
+	if host != "" {
+		if ip, err = netip.ParseAddr(host); err != nil {
+			if strings.ContainsAny(host, ":%") {
+				// Meant as an IPv6 literal, or a zone on an IPv4 one.
+				return inetEndpoint{}, fmt.Errorf("%w: %w", ErrInvalidAddr, err)
+			}
+			return inetEndpoint{}, fmt.Errorf("%w: host %q is not an IP address", ErrNeedsResolve, host)
+		}
+		ip = ip.Unmap()
+		e.zone = ip.Zone()
+		e.ip = net.IP(ip.AsSlice()) // without the zone, kept apart above
+	}
+	switch {
+	case network == base+"6" && ip.Is4():
+		return inetEndpoint{}, fmt.Errorf("%w: %s address %s", ErrInvalidNetwork, network, ip)
+	case network == base+"4" && ip.Is6():
+		return inetEndpoint{}, fmt.Errorf("%w: %s address %s", ErrInvalidNetwork, network, ip)
+	case network == base+"6" || ip.Is6():
+		e.family = unix.AF_INET6
+	default:
+		e.family = unix.AF_INET
+	}
+	return e, nil
+}
+
+// parsePort parses a decimal port number. A port with letters in it is a
+// service name ("http"), which needs a lookup.
+func parsePort(s string) (int, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: missing port", ErrInvalidAddr)
+	}
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err == nil {
+		return int(n), nil
+	}
+	if strings.IndexFunc(s, unicode.IsLetter) >= 0 {
+		return 0, fmt.Errorf("%w: port %q is a service name", ErrNeedsResolve, s)
+	}
+	return 0, fmt.Errorf("%w: port %q", ErrInvalidAddr, s)
+}
+
+// sockaddr is e as a system call takes it.
+func (e inetEndpoint) sockaddr() (unix.Sockaddr, error) {
+	return inetSockaddr(e.family, e.ip, e.port, e.zone)
 }
 
 // inetSockaddr builds the sockaddr for ip:port in family. A nil ip is the

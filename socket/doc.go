@@ -19,8 +19,16 @@
 //     (Read, Write, CloseWrite), UDPConn (ReadFrom, WriteTo, or Read and
 //     Write once connected); each with Fd, its addresses, Close and the
 //     poll.Evented methods.
-//   - Errors: ErrWouldBlock, ErrClosed, ErrNotOpen, ErrInvalidNetwork,
-//     ErrInvalidAddr, ErrWrongSocketType.
+//   - Errors: ErrWouldBlock, ErrClosed, ErrNotOpen, ErrNeedsResolve,
+//     ErrInvalidNetwork, ErrInvalidAddr, ErrWrongSocketType.
+//
+// # Addresses
+//
+// Addresses are IP literals ("127.0.0.1:8080", "[::1]:0"). A host name or
+// a service name would need a lookup that can block for seconds, so it is
+// refused with ErrNeedsResolve before any socket is opened; resolve names
+// off the event loop and dial the addresses (see DialTCP and its example).
+// "tcp" and "udp" mean IPv4 unless the address is an IPv6 one.
 //
 // # Ownership and Close
 //

@@ -44,9 +44,18 @@ var (
 	// not accept, or an address of the wrong family for the network.
 	ErrInvalidNetwork = errors.New("socket: invalid network")
 
-	// ErrInvalidAddr is returned for an address of the wrong type, such as a
-	// *net.TCPAddr given to (*UDPConn).WriteTo.
+	// ErrInvalidAddr is returned for an address that is malformed (no port,
+	// a port out of range) or of the wrong type, such as a *net.TCPAddr
+	// given to (*UDPConn).WriteTo.
 	ErrInvalidAddr = errors.New("socket: invalid address")
+
+	// ErrNeedsResolve is returned by DialTCP, ListenTCP, DialUDP and
+	// ListenUDP for an address whose host is a name rather than an IP
+	// literal, or whose port is a service name ("http"): looking either up
+	// can block for seconds, which an event loop must not do. No socket is
+	// opened. Resolve the name off the loop and pass the addresses; see
+	// DialTCP.
+	ErrNeedsResolve = errors.New("socket: address needs name resolution")
 
 	// ErrWrongSocketType is returned when adopting a descriptor that is not
 	// a socket of the family and type asked for (a listening socket given to

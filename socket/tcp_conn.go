@@ -28,8 +28,18 @@ type TCPConn struct {
 	connErr atomic.Pointer[error]
 }
 
-// DialTCP starts a connection to addr ("host:port") and returns without
-// waiting for it. network is "tcp", "tcp4" or "tcp6".
+// DialTCP starts a connection to addr and returns without waiting for it.
+// network is "tcp", "tcp4" or "tcp6". addr is "host:port" with host an IP
+// literal ("192.0.2.1", "[2001:db8::1]", "[fe80::1%eth0]"; empty for the
+// local system) and port a number.
+//
+// A host name or a service name would need a lookup, which can block for
+// seconds, and DialTCP runs inside an event loop: it refuses one with
+// ErrNeedsResolve and opens nothing. Resolve names off the loop instead,
+// for example with net.DefaultResolver.LookupNetIP in another goroutine
+// that hands the addresses back to the loop (through a poll.Registration or
+// the channel package), then dial them in turn until one connects; see the
+// example.
 //
 // Register the conn for Writable (and Error|Hup, to hear about failure
 // directly): it becomes writable when the handshake completes and reports

@@ -23,10 +23,12 @@ type TCPListener struct {
 	addr *net.TCPAddr
 }
 
-// ListenTCP opens a listener on addr ("host:port"; port 0 picks a free
-// one, see Addr). network is "tcp", "tcp4" or "tcp6"; "tcp" is IPv4 unless
-// the host is an IPv6 address. SO_REUSEADDR is always set, so a restarted
-// server can bind while old connections linger in TIME_WAIT.
+// ListenTCP opens a listener on addr, "host:port": host an IP literal, or
+// empty for every address of the family; port a number, 0 to pick a free
+// one (see Addr). network is "tcp", "tcp4" or "tcp6"; "tcp" is IPv4 unless
+// the host is an IPv6 address. A host or service name is refused with
+// ErrNeedsResolve, as by DialTCP. SO_REUSEADDR is always set, so a
+// restarted server can bind while old connections linger in TIME_WAIT.
 func ListenTCP(network, addr string, opts ...ListenOption) (*TCPListener, error) {
 	ln, err := listenTCP(network, addr, newListenConfig(opts))
 	if err != nil {
@@ -139,7 +141,7 @@ func (l *TCPListener) Fd() int { return l.sockOf().sysfd() }
 // error matching ErrClosed.
 func (l *TCPListener) Close() error { return l.sockOf().close() }
 
-// tcpEndpoint is a resolved TCP address and a socket of its family.
+// tcpEndpoint is a parsed TCP address and a socket of its family.
 type tcpEndpoint struct {
 	addr   *net.TCPAddr
 	family int
@@ -147,21 +149,16 @@ type tcpEndpoint struct {
 	fd     int
 }
 
-// tcpSocket resolves a TCP network and address and opens a socket of the
-// family they call for: what dialing and listening share.
+// tcpSocket parses a TCP network and address (IP literals only, see
+// parseInet) and opens a socket of the family they call for: what dialing
+// and listening share. Nothing is opened for an address it refuses.
 func tcpSocket(network, addr string) (tcpEndpoint, error) {
-	if network != "tcp" && network != "tcp4" && network != "tcp6" {
-		return tcpEndpoint{}, ErrInvalidNetwork
-	}
-	ta, err := net.ResolveTCPAddr(network, addr)
+	ie, err := parseInet(network, "tcp", addr)
 	if err != nil {
 		return tcpEndpoint{}, err
 	}
-	e := tcpEndpoint{addr: ta, fd: -1}
-	if e.family, err = inetFamily(network, "tcp", ta.IP); err != nil {
-		return tcpEndpoint{}, err
-	}
-	if e.sa, err = inetSockaddr(e.family, ta.IP, ta.Port, ta.Zone); err != nil {
+	e := tcpEndpoint{addr: &net.TCPAddr{IP: ie.ip, Port: ie.port, Zone: ie.zone}, family: ie.family}
+	if e.sa, err = ie.sockaddr(); err != nil {
 		return tcpEndpoint{}, err
 	}
 	if e.fd, err = sysSocket(e.family, unix.SOCK_STREAM, unix.IPPROTO_TCP); err != nil {

@@ -25,9 +25,11 @@ type UDPConn struct {
 	remote *net.UDPAddr // nil unless connected
 }
 
-// ListenUDP opens a UDP socket bound to addr ("host:port"; port 0 picks a
-// free one, see LocalAddr). network is "udp", "udp4" or "udp6"; "udp" is
-// IPv4 unless the host is an IPv6 address.
+// ListenUDP opens a UDP socket bound to addr, "host:port": host an IP
+// literal, or empty for every address of the family; port a number, 0 to
+// pick a free one (see LocalAddr). network is "udp", "udp4" or "udp6";
+// "udp" is IPv4 unless the host is an IPv6 address. A host or service name
+// is refused with ErrNeedsResolve: see DialTCP for why and what to do.
 func ListenUDP(network, addr string) (*UDPConn, error) {
 	c, err := openUDP(network, addr, false)
 	if err != nil {
@@ -38,7 +40,8 @@ func ListenUDP(network, addr string) (*UDPConn, error) {
 
 // DialUDP opens a UDP socket connected to addr: Write sends there, and Read
 // receives only from there. Connecting a UDP socket sends nothing, so it
-// completes at once.
+// completes at once. addr is "host:port" with IP literals only, as for
+// ListenUDP.
 func DialUDP(network, addr string) (*UDPConn, error) {
 	c, err := openUDP(network, addr, true)
 	if err != nil {
@@ -49,18 +52,12 @@ func DialUDP(network, addr string) (*UDPConn, error) {
 
 // openUDP creates the socket and binds it to addr, or connects it there.
 func openUDP(network, addr string, dial bool) (*UDPConn, error) {
-	if network != "udp" && network != "udp4" && network != "udp6" {
-		return nil, ErrInvalidNetwork
-	}
-	ua, err := net.ResolveUDPAddr(network, addr)
+	ie, err := parseInet(network, "udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	family, err := inetFamily(network, "udp", ua.IP)
-	if err != nil {
-		return nil, err
-	}
-	sa, err := inetSockaddr(family, ua.IP, ua.Port, ua.Zone)
+	family := ie.family
+	sa, err := ie.sockaddr()
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +68,7 @@ func openUDP(network, addr string, dial bool) (*UDPConn, error) {
 	var remote *net.UDPAddr
 	if err = setV6Only(fd, family); err == nil {
 		if dial {
-			remote = ua
+			remote = &net.UDPAddr{IP: ie.ip, Port: ie.port, Zone: ie.zone}
 			err = os.NewSyscallError("connect", unix.Connect(fd, sa))
 		} else {
 			err = os.NewSyscallError("bind", unix.Bind(fd, sa))
