@@ -30,6 +30,28 @@
 // off the event loop and dial the addresses (see DialTCP and its example).
 // "tcp" and "udp" mean IPv4 unless the address is an IPv6 one.
 //
+// # Edge-triggered registration
+//
+// Under poll.Edge a socket is reported once each time new readiness
+// arrives, so after an event the caller works in a pass that must not stop
+// while the socket is still ready, or no further event comes. A pass may
+// stop at:
+//
+//   - reading a stream (TCPConn, UnixConn): ErrWouldBlock, or a short read,
+//     fewer bytes than the buffer holds. The socket was drained at that
+//     moment and data arriving later makes a new event, so one read per
+//     message is enough when messages fit the buffer. io.EOF ends reading
+//     for good.
+//   - reading datagrams (UDPConn): ErrWouldBlock only. One read is one
+//     datagram, and a short one says nothing about the next.
+//   - writing, and accepting: ErrWouldBlock only.
+//
+// The sockets re-arm their registration themselves at exactly these points
+// (poll.Fd.Rearm, which costs nothing where the kernel triggers edges
+// natively), so that a backend that emulates edge triggering (poll(2)) can
+// report each edge once without losing one. A socket registered as a raw
+// poll.Fd gets none of this: register the socket itself.
+//
 // # Ownership and Close
 //
 // A socket owns its descriptor. Close deregisters the socket from the Poll

@@ -14,6 +14,60 @@ import (
 	"github.com/unipoll/unipoll/socket"
 )
 
+// A socket pair through a Poll, registered Edge. Each message fits the
+// buffer, so its read comes back short: the socket was drained then, and
+// the pass ends after one read; the next message is a new event.
+func Example() {
+	p, err := poll.New()
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+	a, b, err := socket.Pair()
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	if err := p.Register(a, 1, poll.Readable, poll.Edge); err != nil {
+		panic(err)
+	}
+
+	events := poll.NewEvents(8)
+	buf := make([]byte, 4096)
+	for _, msg := range []string{"hello", "world"} {
+		if _, err := b.Write([]byte(msg)); err != nil {
+			panic(err)
+		}
+		got := false
+		for !got {
+			if _, err := p.Poll(events, -1); err != nil {
+				panic(err)
+			}
+			for range events.All() {
+				// One pass: read until a short read or ErrWouldBlock.
+				for {
+					n, err := a.Read(buf)
+					if errors.Is(err, socket.ErrWouldBlock) {
+						break // a spurious event, or drained by a full read
+					}
+					if err != nil {
+						panic(err)
+					}
+					fmt.Printf("read %q\n", buf[:n])
+					got = true
+					if n < len(buf) {
+						break // short: drained
+					}
+				}
+			}
+		}
+	}
+	// Output:
+	// read "hello"
+	// read "world"
+}
+
 // DialTCP takes IP literals only: a name is refused, because looking it up
 // can block the event loop for seconds. Here the loop asks another
 // goroutine to resolve the name, hears back through a channel registered

@@ -65,22 +65,30 @@ func (w *poller) wait(tok poll.Token, want poll.Ready) poll.Ready {
 	}
 }
 
-// readN reads exactly n bytes from r, registered under tok, waiting for
-// Readable whenever it would block.
+// readN reads exactly n bytes from r, registered under tok. It reads as an
+// Edge caller must (see TestEdgeReadPassEnds): it waits for Readable only
+// after a read that would block or came back short, and it always reads
+// into its whole buffer, so a pass never stops after a full read. More than
+// n bytes waiting is a failure.
 func (w *poller) readN(tok poll.Token, r io.Reader, n int) []byte {
 	w.t.Helper()
 	out := make([]byte, 0, n)
 	buf := make([]byte, 64<<10)
-	for len(out) < n {
-		m, err := r.Read(buf[:min(len(buf), n-len(out))])
+	for {
+		m, err := r.Read(buf)
 		out = append(out, buf[:m]...)
-		if errors.Is(err, ErrWouldBlock) {
-			w.wait(tok, poll.Readable)
-			continue
+		require.LessOrEqual(w.t, len(out), n, "more bytes than expected")
+		if !errors.Is(err, ErrWouldBlock) {
+			require.NoError(w.t, err)
+			if m == len(buf) {
+				continue // a full read: the pass goes on
+			}
 		}
-		require.NoError(w.t, err)
+		if len(out) == n {
+			return out
+		}
+		w.wait(tok, poll.Readable)
 	}
-	return out
 }
 
 // readEOF reads from r until io.EOF, which it expects before any data.

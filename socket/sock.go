@@ -32,13 +32,24 @@ import (
 //     the number once Close has released it to the kernel for reuse. I/O
 //     never blocks, so the wait is short.
 //  3. poll is the Poll the descriptor is registered with through this sock,
-//     or nil; guarded by mu held for writing.
+//     or nil; edge says that registration is Edge (and is false while poll
+//     is nil). Both are written with mu held for writing and read with mu
+//     held either way, so the I/O paths read them under the read lock they
+//     already hold.
 //  4. A closed Poll holds nothing (Poll.Close forgets every descriptor). A
 //     registration call that finds poll closed forgets it, so the socket can
 //     go to another Poll at once, and close does not deregister from it.
+//  5. Under an Edge registration, an I/O call that ends a pass (EAGAIN, or a
+//     short read on a stream) re-arms that direction with poll.Fd.Rearm
+//     before it releases the read lock, with the fd and poll it used for
+//     the I/O (2, 3). A backend that emulates edge (poll(2)) may leave a
+//     reported condition out of its poll set until then, so that an edge
+//     is reported once and, when the caller follows the rule in the package
+//     doc, never lost. Costs: one branch on a field the read lock already
+//     covers; the call itself only when a pass ends.
 //
-// Lock order: mu, then the Poll's own locks (register and Close's
-// deregister call into the Poll with mu held; the Poll never calls back
+// Lock order: mu, then the Poll's own locks (register, Close's deregister
+// and the re-arm call into the Poll with mu held; the Poll never calls back
 // into a socket).
 //
 // An RWMutex keeps Read and Write on different goroutines from serialising
@@ -48,6 +59,7 @@ type sock struct {
 	fd    int
 	state sockState
 	poll  *poll.Poll
+	edge  bool
 }
 
 // sockState is where a sock is in its life; see sock.
@@ -128,7 +140,7 @@ func (s *sock) close() error {
 			derr = opError("close: deregister", "", err)
 		}
 	}
-	s.poll = nil
+	s.poll, s.edge = nil, false
 	// close is not retried on EINTR: the descriptor is released even then,
 	// and a retry could close a number another goroutine has just opened.
 	cerr := unix.Close(s.fd)
@@ -156,7 +168,8 @@ func (s *sock) register(p *poll.Poll, t poll.Token, interest poll.Ready, opts po
 	if err := poll.Fd(s.fd).Register(p, t, interest, opts); err != nil {
 		return err
 	}
-	s.poll = p
+	// Register validated opts: the zero PollOpt is Level.
+	s.poll, s.edge = p, opts.IsEdge()
 	return nil
 }
 
@@ -169,7 +182,11 @@ func (s *sock) reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts 
 	if err := s.checkPoll("reregister", p); err != nil {
 		return err
 	}
-	return poll.Fd(s.fd).Reregister(p, t, interest, opts)
+	if err := poll.Fd(s.fd).Reregister(p, t, interest, opts); err != nil {
+		return err
+	}
+	s.edge = opts.IsEdge()
+	return nil
 }
 
 // deregister implements poll.Evented.Deregister. The remembered Poll is
@@ -185,7 +202,7 @@ func (s *sock) deregister(p *poll.Poll) error {
 	}
 	err := poll.Fd(s.fd).Deregister(p)
 	if err == nil || errors.Is(err, poll.ErrClosed) || errors.Is(err, poll.ErrNotRegistered) {
-		s.poll = nil
+		s.poll, s.edge = nil, false
 	}
 	return err
 }
@@ -212,6 +229,20 @@ func (s *sock) checkPoll(op string, p *poll.Poll) error {
 // (invariant 4). Called with mu held for writing.
 func (s *sock) forgetClosedPoll() {
 	if s.poll.Closed() {
-		s.poll = nil
+		s.poll, s.edge = nil, false
 	}
+}
+
+// rearm re-arms direction r of an Edge registration after an I/O call
+// ended a pass (invariant 5). Called with the read lock held, and only
+// when s.edge is set. The failures that leave nothing to re-arm are
+// ignored: a Poll that has been closed, or one that no longer has the
+// descriptor (the caller deregistered it as a raw Fd). Anything else is
+// reported, since a registration left unarmed could miss its next edge.
+func (s *sock) rearm(op string, r poll.Ready) error {
+	err := poll.Fd(s.fd).Rearm(s.poll, r)
+	if err == nil || errors.Is(err, poll.ErrClosed) || errors.Is(err, poll.ErrNotRegistered) {
+		return nil
+	}
+	return opError(op+": rearm", "", err)
 }

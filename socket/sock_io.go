@@ -7,11 +7,16 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/poll"
 )
 
 // The I/O helpers below hold the read lock for one system call (or one
 // short retry loop), retry EINTR, which the Go runtime's signals make
-// routine, and turn EAGAIN into the unwrapped ErrWouldBlock.
+// routine, and turn EAGAIN into the unwrapped ErrWouldBlock. Where a call
+// ends an edge-triggered pass they re-arm the registration before
+// returning (sock, invariant 5): EAGAIN from every operation, and a short
+// read from a stream.
 
 // readStream reads from a stream socket: zero bytes into a non-empty buffer
 // is the peer's orderly shutdown, io.EOF.
@@ -28,6 +33,12 @@ func (s *sock) readStream(b []byte) (int, error) {
 }
 
 // readAny is one read; for a stream, zero bytes is EOF.
+//
+// A stream read that returns less than len(b) found the receive queue
+// empty, so later data makes a new edge and the caller may stop its pass
+// there; under Edge it re-arms. Not at EOF, which lasts (re-arming would
+// make the hang-up an edge on every Poll), and not for a datagram, where
+// one read is one datagram whatever its size.
 func (s *sock) readAny(b []byte, stream bool) (int, error) {
 	if err := s.rlock("read"); err != nil {
 		return 0, err
@@ -39,10 +50,20 @@ func (s *sock) readAny(b []byte, stream bool) (int, error) {
 		case err == nil && n == 0 && stream:
 			return 0, io.EOF
 		case err == nil:
+			if stream && n < len(b) && s.edge {
+				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+					return n, rerr
+				}
+			}
 			return n, nil
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
+			if s.edge {
+				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+					return 0, rerr
+				}
+			}
 			return 0, ErrWouldBlock
 		default:
 			return 0, os.NewSyscallError("read", err)
@@ -76,6 +97,11 @@ func (s *sock) write(b []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
+			if s.edge {
+				if rerr := s.rearm("write", poll.Writable); rerr != nil {
+					return n, rerr
+				}
+			}
 			return n, ErrWouldBlock
 		default:
 			return n, os.NewSyscallError("write", err)
@@ -97,6 +123,11 @@ func (s *sock) recvfrom(b []byte) (int, unix.Sockaddr, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
+			if s.edge {
+				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+					return 0, nil, rerr
+				}
+			}
 			return 0, nil, ErrWouldBlock
 		default:
 			return 0, nil, os.NewSyscallError("recvfrom", err)
@@ -118,6 +149,11 @@ func (s *sock) sendto(b []byte, sa unix.Sockaddr) error {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
+			if s.edge {
+				if rerr := s.rearm("write", poll.Writable); rerr != nil {
+					return rerr
+				}
+			}
 			return ErrWouldBlock
 		default:
 			return os.NewSyscallError("sendto", err)
@@ -145,7 +181,10 @@ func (s *sock) setsockoptInt(level, opt, value int) error {
 
 // connectErrno tells how a non-blocking connect went: the errno it failed
 // with (from SO_ERROR, which reading clears), 0 once connected, or
-// ErrWouldBlock while the handshake is still going on.
+// ErrWouldBlock while the handshake is still going on. In that last case
+// the event that brought the caller here was spurious and the real one is
+// still to come, so under Edge it re-arms Writable like any other pass that
+// would block.
 func (s *sock) connectErrno() (unix.Errno, error) {
 	if err := s.rlock("connect"); err != nil {
 		return 0, err
@@ -164,6 +203,11 @@ func (s *sock) connectErrno() (unix.Errno, error) {
 	case nil:
 		return 0, nil
 	case unix.ENOTCONN:
+		if s.edge {
+			if rerr := s.rearm("connect", poll.Writable); rerr != nil {
+				return 0, rerr
+			}
+		}
 		return 0, ErrWouldBlock
 	default:
 		return 0, os.NewSyscallError("getpeername", err)
@@ -186,6 +230,11 @@ func (s *sock) accept() (int, unix.Sockaddr, error) {
 		case err == unix.EINTR || err == unix.ECONNABORTED:
 			continue
 		case err == unix.EAGAIN:
+			if s.edge {
+				if rerr := s.rearm("accept", poll.Readable); rerr != nil {
+					return -1, nil, rerr
+				}
+			}
 			return -1, nil, ErrWouldBlock
 		default:
 			if errno, ok := err.(unix.Errno); ok {

@@ -107,11 +107,17 @@ func (c *TCPConn) sockOf() *sock {
 // Read reads what is available, up to len(b) bytes. It returns
 // ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
 // side and everything before that has been read.
+//
+// Under Edge, a read pass may end at ErrWouldBlock or at a short read
+// (0 < n < len(b)): the socket was drained then, and data arriving later is
+// a new event. A pass that ends after a full buffer must read again, or
+// wait for an event that may never come. See the package doc.
 func (c *TCPConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
 
 // Write writes b, or as much of it as fits in the socket's send buffer: a
 // short write returns the count and ErrWouldBlock, and the caller sends the
-// rest on the next Writable event.
+// rest on the next Writable event. Under Edge, only ErrWouldBlock ends a
+// write pass: the next Writable event comes after one.
 func (c *TCPConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
 
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
@@ -136,7 +142,8 @@ func (c *TCPConn) SetNoDelay(noDelay bool) error {
 // ConnectError tells how a connect started by DialTCP went, once the conn
 // has reported Writable, Error or Hup: nil when it is connected, the
 // failure (matching unix.ECONNREFUSED, unix.ETIMEDOUT, ...) when it failed,
-// and ErrWouldBlock while it is still in progress (after a spurious event).
+// and ErrWouldBlock while it is still in progress (after a spurious event;
+// under Edge the registration is re-armed, so the real event still comes).
 // The failure is remembered, so later calls report it too.
 func (c *TCPConn) ConnectError() error {
 	if c == nil {

@@ -99,7 +99,9 @@ func (l *TCPListener) sockOf() *sock {
 // none pending it returns ErrWouldBlock: with edge-triggered registration,
 // accept until then, since the next event comes only with a new connection.
 // Running out of descriptors is an error matching unix.EMFILE or
-// unix.ENFILE; the connection stays queued.
+// unix.ENFILE; the connection stays queued, and under Edge no new event
+// comes for it: accept again once descriptors are free, until
+// ErrWouldBlock.
 func (l *TCPListener) Accept() (*TCPConn, error) {
 	fd, rsa, err := l.sockOf().accept()
 	if err != nil {

@@ -112,7 +112,8 @@ func (c *UDPConn) sockOf() *sock {
 
 // ReadFrom reads one datagram into b and returns its length and sender (a
 // *net.UDPAddr). A datagram longer than b is truncated; the rest is lost.
-// It returns ErrWouldBlock when none is waiting.
+// It returns ErrWouldBlock when none is waiting. Under Edge, a read pass
+// ends only at ErrWouldBlock: one read is one datagram, whatever its size.
 func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	n, sa, err := c.sockOf().recvfrom(b)
 	if err != nil {
@@ -123,7 +124,8 @@ func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 
 // WriteTo sends b as one datagram to addr, which must be a *net.UDPAddr of
 // the socket's family. It returns ErrWouldBlock when the send buffer is
-// full, having sent nothing.
+// full, having sent nothing; under Edge, the next Writable event comes
+// after that.
 func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if c == nil || c.family == 0 {
 		// Before the address, which a never-opened conn has no family for.
@@ -145,10 +147,12 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 
 // Read reads one datagram from the connected peer (see DialUDP); zero bytes
 // is an empty datagram, not EOF. It returns ErrWouldBlock when none is
-// waiting.
+// waiting. Under Edge, a read pass ends only at ErrWouldBlock, as for
+// ReadFrom.
 func (c *UDPConn) Read(b []byte) (int, error) { return c.sockOf().readDatagram(b) }
 
-// Write sends b as one datagram to the connected peer (see DialUDP).
+// Write sends b as one datagram to the connected peer (see DialUDP), or
+// returns ErrWouldBlock, as WriteTo does.
 func (c *UDPConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
 
 // LocalAddr is the socket's own address (a *net.UDPAddr), or nil for a

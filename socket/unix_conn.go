@@ -86,11 +86,13 @@ func (c *UnixConn) sockOf() *sock {
 
 // Read reads what is available, up to len(b) bytes. It returns
 // ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
-// side and everything before that has been read.
+// side and everything before that has been read. Under Edge, a read pass
+// may end at ErrWouldBlock or at a short read, as for TCPConn.Read.
 func (c *UnixConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
 
 // Write writes b, or as much as fits: a short write returns the count and
 // ErrWouldBlock, and the caller sends the rest on the next Writable event.
+// Under Edge, only ErrWouldBlock ends a write pass.
 func (c *UnixConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
 
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
