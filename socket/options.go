@@ -4,7 +4,8 @@ package socket
 
 import "golang.org/x/sys/unix"
 
-// ListenOption configures ListenTCP.
+// ListenOption configures ListenTCP. Make one with WithReusePort or
+// WithBacklog; the zero value, a nil ListenOption, is ignored.
 type ListenOption func(*listenConfig)
 
 type listenConfig struct {

@@ -215,6 +215,10 @@ func TestReusePort(t *testing.T) {
 
 	_, err = ListenTCP("tcp4", a.Addr().String())
 	require.ErrorIs(t, err, unix.EADDRINUSE, "without it the port is taken")
+
+	c, err := ListenTCP("tcp4", "127.0.0.1:0", nil)
+	require.NoError(t, err, "a nil ListenOption is ignored")
+	require.NoError(t, c.Close())
 }
 
 func TestListenBadNetwork(t *testing.T) {
