@@ -34,10 +34,12 @@
 //  11. Neither kind of source starves the other when more is ready than the
 //     Events buffer holds.
 //
-// Where the kernel lacks a mode, unipoll emulates it: the poll(2) backend
-// emulates edge triggering by level triggering (which may report a source
-// again while it stays ready: allowed by rule 9, and never a lost event) and
-// oneshot by disarming the descriptor in its user-space table.
+// Where the kernel lacks a mode, unipoll emulates it, exactly: the poll(2)
+// backend reports an edge once and leaves the condition out of the
+// kernel's view until the caller re-arms it (Fd.Rearm after EAGAIN; the
+// socket package does it itself), and emulates oneshot by disarming the
+// descriptor in its user-space table. Code that follows the rule given
+// under Edge behaves the same on every backend.
 //
 // # Concurrency
 //

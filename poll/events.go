@@ -8,7 +8,8 @@ import (
 )
 
 // Event is one notification: the token the source was registered with and
-// the readiness kinds that are ready, already masked by its interest.
+// the readiness kinds that are ready, already masked by its interest (under
+// Edge, see there for a kind an earlier event reported).
 type Event struct {
 	Token Token
 	Ready Ready

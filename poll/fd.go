@@ -46,9 +46,10 @@ func (fd Fd) Deregister(p *Poll) error {
 	return p.deregisterFd(int(fd))
 }
 
-// Rearm tells p that an operation on fd for the readiness in r (Readable,
-// Writable or both) has just returned EAGAIN. Under Edge, portable code
-// calls it after every EAGAIN (see Edge): where the kernel triggers edges
+// Rearm tells p that a pass on fd for the readiness in r (Readable,
+// Writable or both) has just ended: an operation returned EAGAIN, or a
+// read of a stream was short. Under Edge, portable code calls it then (see
+// Edge): where the kernel triggers edges
 // natively (epoll, kqueue) it does nothing at all, and where the backend
 // emulates them (poll(2)) the reported condition stays out of the kernel's
 // view until it is re-armed, so that an edge is reported once rather than

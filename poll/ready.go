@@ -99,16 +99,24 @@ type PollOpt uint8
 const (
 	// Edge reports a source once each time new readiness arrives.
 	//
-	// The rule for portable code: after an Edge event, do the operation
-	// (read, write, accept) until it returns EAGAIN (for a stream socket's
-	// read, a short read also ends the pass), and after an EAGAIN on a
-	// raw Fd call Fd.Rearm; the socket package's types do that
+	// The rule for portable code: every event starts a pass, and a pass
+	// does the operation (read, write, accept) until it returns EAGAIN.
+	// A read of a stream socket may also end the pass at a short read,
+	// which means the socket was drained at that moment (unless the event
+	// reported Hup: the peer's end of stream is already there and makes
+	// no new edge, so read on to EOF). After an EAGAIN or short read on a
+	// raw Fd, call Fd.Rearm; the socket package's types do that
 	// themselves. Where the kernel triggers edges natively (epoll, kqueue)
 	// Rearm costs nothing; where the backend emulates them (poll(2), see
 	// Poll.EdgeEmulated) a reported condition stays out of the kernel's
 	// view until it is re-armed (or the source is reregistered), so it is
 	// reported once rather than on every Poll, and nothing is lost by a
-	// caller who follows the rule.
+	// caller who follows the rule. A caller that stops a pass early (for
+	// back-pressure, say) resumes it later and re-arms when it ends.
+	//
+	// An event carries the kinds that made the edge; under emulation (and
+	// on kqueue, whose read and write filters trigger separately) it may
+	// leave out a kind an earlier event already reported.
 	Edge = PollOpt(sys.Edge)
 	// Level reports a source on every Poll while it is ready.
 	Level = PollOpt(sys.Level)

@@ -1,5 +1,5 @@
 // Package proptest is the property-based proof of unipoll's contract
-// (DESIGN.md, "The contract", rules 1-11), run against every backend the
+// (ARCHITECTURE.md, "The contract", rules 1-11), run against every backend the
 // build has. It holds no library code: an executable model of the
 // contract (the non-test files) and the rapid properties that drive the
 // real library and check it against the model (the _test files).
@@ -16,8 +16,8 @@
 // notification is owed (an edge arrived, or it was registered while ready)
 // or merely allowed (a spurious one), and for each Poll call decides what
 // MUST appear (level and ready; owed and ready; armed oneshot), what MAY
-// appear (rule 9: kernel wake-ups with nothing new, edge emulated by level
-// on the poll(2) backend, delayed readiness inside its firing window) and
+// appear (rule 9: kernel wake-ups with nothing new, a condition re-armed
+// while it is still there, delayed readiness inside its firing window) and
 // what MUST NOT (tokens never registered or retired by Deregister, Close or
 // Reregister; readiness outside the interest or not there; two events for
 // one token in a call; a disarmed oneshot; an edge source with nothing
@@ -25,9 +25,14 @@
 // calls; they are carried over and must appear within 2n+2 calls (n
 // sources registered), which also checks that neither kind of source
 // starves the other (rule 11).
-// On poll(2) a descriptor whose only readiness is a lasting hang-up or
-// error rests out of the kernel's view for up to 10ms; a new condition on
-// it is given that long (plus slack) before it MUST appear
+// The model asks the selector how it meets the contract (sys.Traits)
+// rather than knowing backends by name. Where edge is emulated (poll(2)),
+// a reported condition is quiet until the caller re-arms it (Fd.Rearm
+// after a read that ended its pass); the model re-arms as the rule under
+// poll.Edge says and does not owe an edge for a quiet condition. A
+// descriptor whose only readiness is a lasting hang-up or error may rest
+// out of the kernel's view for up to the selector's RestLatency; a new
+// condition on it is given that long (plus slack) before it MUST appear
 // (backend.lastingLatency).
 //
 // Besides the sources, a world may have a crowd (model_crowd.go): 1,000
@@ -153,7 +158,7 @@
 // long), so that they do not take the soak's whole time.
 // Give it time, for example:
 //
-//	PROPTEST_SOAK=1 go test -race -timeout 30m ./proptest/
+//	PROPTEST_SOAK=1 go test -race -timeout 60m ./proptest/
 //
 // rapid stops a property early, and passes, when the test deadline is
 // near, so a soak bounded by -timeout ends cleanly.

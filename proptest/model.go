@@ -18,7 +18,7 @@ import (
 )
 
 // This file is the kind-independent core of the executable model of the
-// contract (DESIGN.md, rules 1-11). It keeps, for every source registered
+// contract (ARCHITECTURE.md, rules 1-11). It keeps, for every source registered
 // with one Poll, what the contract lets a Poll call report about it, and
 // checks every real Poll result against that:
 //
@@ -28,8 +28,9 @@ import (
 //     sources only while armed (rule 4).
 //   - MAY appear: a registered, armed source with a reason to be reported
 //     that the model cannot decide or that the contract tolerates (rule 9):
-//     a kernel wake-up without new readiness, edge emulated by level on
-//     the poll(2) backend, delayed readiness inside its firing window.
+//     a kernel wake-up without new readiness, a condition re-armed while
+//     still there (emulated edge), delayed readiness inside its firing
+//     window.
 //   - MUST NOT appear: a token never registered, a token retired by
 //     Deregister, Reregister or Close (rule 7), readiness outside the
 //     interest or not present at all (rule 6), two events for one token in
@@ -178,13 +179,13 @@ type src struct {
 	token      poll.Token
 	interest   poll.Ready
 	opts       poll.PollOpt
-	armed      bool      // oneshot: false after its event, until Reregister
-	owed       bool      // a notification must come: edge arrived, or registered while ready
-	mayFire    bool      // a notification may come (rule 9)
-	missed     int       // consecutive calls that had no room for a MUST event of it
-	gone       bool      // released/closed: never reported again
-	graceUntil time.Time // MUST events of it may be late until then (backend.lastingLatency)
-	mayUntil   time.Time // a change on it may be reported (late) until then
+	armed      bool       // oneshot: false after its event, until Reregister
+	owed       bool       // a notification must come: edge arrived, or registered while ready
+	mayFire    bool       // a notification may come (rule 9)
+	missed     int        // consecutive calls that had no room for a MUST event of it
+	gone       bool       // released/closed: never reported again
+	graceUntil time.Time  // MUST events of it may be late until then (backend.lastingLatency)
+	mayUntil   time.Time  // a change on it may be reported (late) until then
 	quiet      poll.Ready // emulated edge: conditions reported and not re-armed, lasting ones reported (backend.edgeEmulated)
 
 	// Per Poll call, set by timed impls.

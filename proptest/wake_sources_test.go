@@ -72,7 +72,7 @@ type wsOp struct {
 	pause int
 	sleep bool // wait until the consumer sleeps first
 	delay time.Duration
-	mute bool // change: by an interest that is never ready rather than Deregister
+	mute  bool // change: by an interest that is never ready rather than Deregister
 }
 
 var (

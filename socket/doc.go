@@ -40,8 +40,10 @@
 //   - reading a stream (TCPConn, UnixConn): ErrWouldBlock, or a short read,
 //     fewer bytes than the buffer holds. The socket was drained at that
 //     moment and data arriving later makes a new event, so one read per
-//     message is enough when messages fit the buffer. io.EOF ends reading
-//     for good.
+//     message is enough when messages fit the buffer. Except when the
+//     event reported poll.Hup (register Hup in the interest to see it):
+//     the peer's end of stream is already there and makes no new event,
+//     so read on to io.EOF. io.EOF ends reading for good.
 //   - reading datagrams (UDPConn): ErrWouldBlock only. One read is one
 //     datagram, and a short one says nothing about the next.
 //   - writing, and accepting: ErrWouldBlock only.

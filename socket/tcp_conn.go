@@ -110,8 +110,9 @@ func (c *TCPConn) sockOf() *sock {
 //
 // Under Edge, a read pass may end at ErrWouldBlock or at a short read
 // (0 < n < len(b)): the socket was drained then, and data arriving later is
-// a new event. A pass that ends after a full buffer must read again, or
-// wait for an event that may never come. See the package doc.
+// a new event, unless the event reported Hup (read on to io.EOF). A pass
+// that ends after a full buffer must read again, or wait for an event that
+// may never come. See the package doc.
 func (c *TCPConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
 
 // Write writes b, or as much of it as fits in the socket's send buffer: a

@@ -13,9 +13,13 @@
 //
 //   - Level: an event on every Select while the descriptor is ready.
 //   - Edge: an event when new readiness arrives. Where the kernel has no edge
-//     mode (poll(2)) it is emulated by level triggering, which may report
-//     extra (spurious) events but never loses one.
+//     mode (poll(2)) it is emulated exactly: a reported condition is left
+//     out of the kernel's view until Rearm (after EAGAIN) or Modify.
 //   - Oneshot: after one event the descriptor is disarmed until Modify.
+//
+// Selector states the whole contract: keys, concurrency, the one error
+// every backend gives for each failure, hang-ups and errors; Traits says
+// how a backend meets it where kernels differ.
 //
 // EINTR is retried inside the selector and never returned.
 package sys
