@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 
-	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
 
-// conn is one client connection.
+// conn is one client connection. It is registered once for Readable,
+// Writable and Hup, edge-triggered, and never reregistered: each event
+// starts a pass that moves bytes until the socket would block in the
+// direction that matters (see service).
 //
 // Invariant: out holds bytes only while the socket's send buffer is full.
 // The connection reads only when out is empty, so out never holds more
@@ -22,23 +24,19 @@ type conn struct {
 	out  []byte // echo not yet written, out[off:]
 	off  int
 	eof  bool // the peer has finished sending; close once out is flushed
-
-	interest poll.Ready // what the conn is registered for
 }
 
-// wants is the interest the conn needs now: Writable while an echo waits
-// for room in the send buffer, Readable otherwise.
-func (c *conn) wants() poll.Ready {
-	if c.off < len(c.out) {
-		return poll.Writable
-	}
-	return poll.Readable
-}
-
-// service moves bytes until the socket would block in the direction that
-// matters, and reports whether the connection is finished (the peer's EOF
-// has been echoed in full, or an error occurred).
-func (c *conn) service(buf []byte) (done bool, err error) {
+// service moves bytes after an event and reports whether the connection is
+// finished (the peer's EOF has been echoed in full, or an error occurred).
+//
+// A pass ends when the socket would block, and also at a short read: a
+// stream socket that returns less than was asked for was drained at that
+// moment, and whatever arrives later is a new edge (the socket package
+// re-arms the registration where the backend needs it). That saves the
+// read that would only have said EAGAIN: one read per message, not two.
+// The exception is an event that reports Hup: the peer's end of stream is
+// already there and makes no new edge, so the pass reads on to EOF.
+func (c *conn) service(buf []byte, hup bool) (done bool, err error) {
 	for {
 		if c.off < len(c.out) {
 			n, err := c.sock.Write(c.out[c.off:])
@@ -66,6 +64,9 @@ func (c *conn) service(buf []byte) (done bool, err error) {
 			}
 			if werr != nil {
 				return true, werr
+			}
+			if n < len(buf) && !hup {
+				return false, nil // drained: a Readable event will bring us back
 			}
 		case errors.Is(err, socket.ErrWouldBlock):
 			return false, nil // a Readable event will bring us back

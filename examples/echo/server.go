@@ -104,7 +104,7 @@ func (s *server) Run() (err error) {
 			case tokBackoff:
 				s.resumeAccept()
 			default:
-				s.serve(ev.Token)
+				s.serve(ev.Token, ev.Ready)
 			}
 		}
 	}
@@ -163,51 +163,39 @@ func (s *server) resumeAccept() {
 	}
 }
 
-// add registers a new connection for input. A connection is registered for
-// exactly what it waits for: Readable while it has no echo pending, Writable
-// while the socket could not take one (it stops reading then, see conn).
-// Staying registered for Writable all the time would cost nothing on epoll
-// and kqueue, but the poll(2) backend emulates edges by level, and an idle
-// writable socket would then be reported on every Poll.
+// add registers a new connection, once, for everything it will wait for:
+// Readable, Writable and Hup, edge-triggered. An edge is reported once on
+// every backend (poll(2) included, which emulates edges exactly), so an
+// idle connection that stays writable costs nothing, and no Reregister is
+// ever needed to switch between reading and writing.
 func (s *server) add(c *socket.TCPConn) {
 	// Echoes are small and answer the peer at once: no point in Nagle
 	// holding them back.
 	_ = c.SetNoDelay(true)
 	tok := s.next
 	s.next++
-	if err := s.p.Register(c, tok, poll.Readable, poll.Edge); err != nil {
+	if err := s.p.Register(c, tok, poll.Readable|poll.Writable|poll.Hup, poll.Edge); err != nil {
 		s.logf("echo: register %s: %v", c.RemoteAddr(), err)
 		_ = c.Close()
 		return
 	}
-	s.conns[tok] = &conn{sock: c, interest: poll.Readable}
+	s.conns[tok] = &conn{sock: c}
 }
 
-// serve handles any event of a connection; which kinds are ready does not
-// matter, since conn.service tries both directions until they would block
-// (and a spurious event costs one failed system call).
-func (s *server) serve(tok poll.Token) {
+// serve handles an event of a connection: conn.service tries both
+// directions until they would block, so which kinds are ready matters only
+// for Hup (see conn.service).
+func (s *server) serve(tok poll.Token, ready poll.Ready) {
 	c := s.conns[tok]
 	if c == nil {
 		return // closed earlier in this batch of events
 	}
-	done, err := c.service(s.buf)
+	done, err := c.service(s.buf, ready.IsHup())
 	if err != nil && !isDisconnect(err) {
 		s.logf("echo: %s: %v", c.sock.RemoteAddr(), err)
 	}
 	if !done {
-		// Switch between Readable and Writable. Reregistering while the
-		// socket is already ready for the new interest reports it at once
-		// (contract rule 5), so no edge is missed in the switch.
-		want := c.wants()
-		if want == c.interest {
-			return
-		}
-		if err = s.p.Reregister(c.sock, tok, want, poll.Edge); err == nil {
-			c.interest = want
-			return
-		}
-		s.logf("echo: reregister %s: %v", c.sock.RemoteAddr(), err)
+		return
 	}
 	delete(s.conns, tok)
 	// Close deregisters the conn first, so the Poll never reports this

@@ -1,8 +1,13 @@
-// Command tour shows unipoll's one Poll at work: a socket pair, a user-space
-// Registration set from another goroutine, and a delayed readiness, all
-// coming back from the same Poll call.
+// Command tour shows unipoll's one Poll at work: every kind of source the
+// library has (a socket pair, a user-space Registration set from another
+// goroutine, a delayed readiness, a channel fed from another goroutine)
+// registered with the same Poll and coming back from the same Poll call.
 //
 //	go run ./examples/tour
+//
+// Each kind of source is one stop of the tour, in a file of its own
+// (stop_*.go): a stop registers its sources, starts what feeds them, and
+// handles their events. The loop below is all the dispatching there is.
 package main
 
 import (
@@ -13,15 +18,33 @@ import (
 	"time"
 
 	"github.com/unipoll/unipoll/poll"
-	"github.com/unipoll/unipoll/socket"
 )
 
-// Tokens name the sources in the events Poll returns.
-const (
-	tokSocket poll.Token = iota + 1
-	tokWorker
-	tokAlarm
-)
+// stop is one kind of source on the tour.
+type stop interface {
+	// name says what the source is, in the tour's output.
+	name() string
+	// start registers the stop's source with p under tok and starts what
+	// makes it ready.
+	start(p *poll.Poll, tok poll.Token, say sayFunc) error
+	// handle deals with one event of the source, and reports whether the
+	// stop has seen all it came for.
+	handle(ev poll.Event, say sayFunc) (done bool, err error)
+	// close releases the stop's sources.
+	close() error
+}
+
+type sayFunc func(format string, args ...any)
+
+// stops are the tour, in order; a stop's token is its index plus one.
+func stops() []stop {
+	return []stop{
+		&socketStop{},
+		&registrationStop{},
+		&delayStop{delay: 50 * time.Millisecond},
+		&channelStop{values: []string{"one", "two", "three"}},
+	}
+}
 
 func main() {
 	if err := tour(os.Stdout); err != nil {
@@ -30,7 +53,7 @@ func main() {
 	}
 }
 
-func tour(out io.Writer) error {
+func tour(out io.Writer) (err error) {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
 	p, err := poll.New()
@@ -40,49 +63,21 @@ func tour(out io.Writer) error {
 	defer p.Close()
 	say("Opened a Poll on the %q backend.", p.Backend())
 
-	// 1. A socket pair: the kernel tells us when our end is readable.
-	a, b, err := socket.Pair()
-	if err != nil {
-		return err
+	all := stops()
+	for i, s := range all {
+		if err := s.start(p, poll.Token(i+1), say); err != nil {
+			return fmt.Errorf("%s: %w", s.name(), err)
+		}
+		defer func() { err = errors.Join(err, s.close()) }()
 	}
-	defer a.Close()
-	defer b.Close()
-	if err := p.Register(a, tokSocket, poll.Readable, poll.Edge); err != nil {
-		return err
-	}
-	say("Registered one end of a socket pair as token %d (readable, edge-triggered).", tokSocket)
+	say("")
 
-	// 2. A Registration: readiness set by our own code, from any goroutine.
-	worker, workerReady := poll.NewRegistration()
-	defer worker.Close()
-	if err := p.Register(worker, tokWorker, poll.Readable, poll.Edge); err != nil {
-		return err
-	}
-	say("Registered a user-space Registration as token %d.", tokWorker)
-
-	// 3. Delayed readiness: the Poll's timing wheel fires it, no timer goroutine.
-	alarm, alarmReady := poll.NewRegistration()
-	defer alarm.Close()
-	if err := p.Register(alarm, tokAlarm, poll.Readable, poll.Oneshot); err != nil {
-		return err
-	}
 	start := time.Now()
-	if err := alarmReady.DelayReadiness(poll.Readable, 50*time.Millisecond); err != nil {
-		return err
-	}
-	say("Asked for token %d to become ready in 50ms.", tokAlarm)
-
-	go func() {
-		_, _ = b.Write([]byte("hello through the kernel"))
-		_ = workerReady.SetReadiness(poll.Readable)
-	}()
-	say("A goroutine writes to the other end of the pair and sets the Registration ready.\n")
-
+	done := make([]bool, len(all))
+	left := len(all)
 	events := poll.NewEvents(8)
-	buf := make([]byte, 64)
-	seen := map[poll.Token]bool{}
-	deadline := time.Now().Add(3 * time.Second)
-	for len(seen) < 3 {
+	deadline := time.Now().Add(5 * time.Second)
+	for left > 0 {
 		if time.Now().After(deadline) {
 			return errors.New("timed out waiting for events")
 		}
@@ -92,23 +87,21 @@ func tour(out io.Writer) error {
 		}
 		say("Poll returned %d event(s) after %v:", n, time.Since(start).Round(time.Millisecond))
 		for ev := range events.All() {
-			seen[ev.Token] = true
-			switch ev.Token {
-			case tokSocket:
-				m, err := a.Read(buf)
-				if err != nil && !errors.Is(err, socket.ErrWouldBlock) {
-					return err
-				}
-				say("  token %d (socket) is %s: read %q", ev.Token, ev.Ready, buf[:m])
-			case tokWorker:
-				say("  token %d (Registration) is %s: set by another goroutine", ev.Token, ev.Ready)
-			case tokAlarm:
-				say("  token %d (delayed) is %s: fired by the timing wheel", ev.Token, ev.Ready)
+			i := int(ev.Token) - 1
+			finished, err := all[i].handle(ev, func(format string, args ...any) {
+				say("  token %d (%s) is %s: "+format, append([]any{ev.Token, all[i].name(), ev.Ready}, args...)...)
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", all[i].name(), err)
+			}
+			if finished && !done[i] {
+				done[i] = true
+				left--
 			}
 		}
 	}
 	st := p.Stats()
-	say("\nOne Poll, three kinds of source. Stats: %d polls, %d OS events, %d user events, %d waker writes.",
-		st.Polls, st.OSEvents, st.UserEvents, st.WakerWrites)
+	say("\nOne Poll, %d kinds of source. Stats: %d polls, %d OS events, %d user events, %d waker writes.",
+		len(all), st.Polls, st.OSEvents, st.UserEvents, st.WakerWrites)
 	return nil
 }

@@ -3,14 +3,25 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The tour runs to its end and every stop reports what it came for.
 func TestTour(t *testing.T) {
 	var out strings.Builder
 	if err := tour(&out); err != nil {
 		t.Fatalf("tour failed: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"(socket) is Readable", "(Registration) is Readable", "(delayed) is Readable"} {
+	for _, want := range []string{
+		`(socket) is Readable: read "hello through the kernel"`,
+		"(Registration) is Readable: set by another goroutine",
+		"(delayed) is Readable: fired by the timing wheel",
+		`(channel) is Readable: received`,
+		"then the sender closed",
+	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("tour output lacks %q:\n%s", want, out.String())
 		}
