@@ -1,6 +1,6 @@
 package poll
 
-// The contract (DESIGN.md, rules 1-11) for descriptors, on every backend, in
+// The contract (ARCHITECTURE.md, rules 1-11) for descriptors, on every backend, in
 // every trigger mode, for readable, writable, hang-up and error readiness.
 //
 // Most tests are table-driven over readyKinds (a way to make a descriptor

@@ -1,7 +1,7 @@
 package poll
 
 // Contract tests for Registration and SetReadiness (user-space readiness):
-// rules 1-8 of DESIGN.md for each trigger mode, the error values of every
+// rules 1-8 of the contract (ARCHITECTURE.md) for each trigger mode, the error values of every
 // Registration operation, and Reregister racing with SetReadiness.
 //
 // User-space readiness is synchronous: in a single goroutine, once
