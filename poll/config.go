@@ -1,6 +1,7 @@
 package poll
 
 import (
+	"math/bits"
 	"os"
 	"time"
 
@@ -16,8 +17,12 @@ type Config struct {
 	// WheelTick is the resolution of delayed readiness: a delay fires no
 	// earlier than asked and at most one tick late. Default 1ms.
 	WheelTick time.Duration
-	// WheelSlots is the number of slots in the timing wheel, rounded up to a
-	// power of two. More slots make long delays cheaper. Default 1024.
+	// WheelSlots is the number of slots in each level of the hierarchical
+	// timing wheel, rounded up to a power of two from 2 to 64. Fewer slots
+	// make more levels, so a deadline moves down more often on its way to
+	// firing; the default, 64, is what the wheel is built for (a level's
+	// slots fit one word of its occupancy bitmap). Tests use small values to
+	// make every level work.
 	WheelSlots int
 	// SpinWait is how long a Poll call keeps watching the readiness queue
 	// before it blocks, when the previous call delivered Registration
@@ -31,9 +36,8 @@ type Config struct {
 // Default configuration values.
 const (
 	DefaultWheelTick  = time.Millisecond
-	DefaultWheelSlots = 1024
+	DefaultWheelSlots = maxWheelSlots
 	DefaultSpinWait   = 20 * time.Microsecond
-	maxWheelSlots     = 1 << 20
 )
 
 // EnvBackend names the environment variable that chooses the backend of
@@ -45,8 +49,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Backend == "" {
 		c.Backend = os.Getenv(EnvBackend)
 	}
-	if c.WheelTick < 0 || c.WheelSlots < 0 || c.WheelSlots > maxWheelSlots {
-		return c, wrapf(ErrInvalidArgument, "config: WheelTick %v, WheelSlots %d", c.WheelTick, c.WheelSlots)
+	if c.WheelTick < 0 {
+		return c, wrapf(ErrInvalidArgument, "config: WheelTick %v is negative", c.WheelTick)
+	}
+	if c.WheelSlots < 0 || c.WheelSlots > maxWheelSlots {
+		return c, wrapf(ErrInvalidArgument, "config: WheelSlots %d: slots per wheel level, from 2 to %d", c.WheelSlots, maxWheelSlots)
 	}
 	if c.WheelTick == 0 {
 		c.WheelTick = DefaultWheelTick
@@ -60,10 +67,6 @@ func (c Config) withDefaults() (Config, error) {
 	case c.SpinWait < 0:
 		c.SpinWait = 0
 	}
-	n := 1
-	for n < c.WheelSlots {
-		n <<= 1
-	}
-	c.WheelSlots = n
+	c.WheelSlots = max(2, 1<<bits.Len(uint(c.WheelSlots-1)))
 	return c, nil
 }

@@ -6,7 +6,7 @@
 // darwin, poll(2) on every unix. User-space sources (Registration, and the
 // channel, timer and signal sources built on it) are made ready from any
 // goroutine through a lock-free readiness queue, or after a delay through a
-// hashed timing wheel. Both kinds register the same way, with a Token, an
+// hierarchical timing wheel. Both kinds register the same way, with a Token, an
 // interest set (Ready) and a trigger mode (PollOpt), and come back from the
 // same Poll call as Events.
 //

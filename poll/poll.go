@@ -181,14 +181,17 @@ func (p *Poll) Stats() Stats {
 	s := &p.stats
 	c := p.sel.Counters()
 	return Stats{
-		Polls:        s.polls.Load(),
-		Selects:      s.selects.Load(),
-		OSEvents:     s.osEvents.Load(),
-		UserEvents:   s.userEvents.Load(),
-		KernelWaits:  c.Waits,
-		WakerWrites:  c.WakerWrites,
-		EmptyWakeups: s.emptyWakeups.Load(),
-		TimedWakeups: s.timedWakeups.Load(),
-		Stale:        s.stale.Load(),
+		Polls:           s.polls.Load(),
+		Selects:         s.selects.Load(),
+		OSEvents:        s.osEvents.Load(),
+		UserEvents:      s.userEvents.Load(),
+		KernelWaits:     c.Waits,
+		TimersPending:   uint64(p.wheel.count.Load()),
+		TimersFired:     p.wheel.expired.Load(),
+		TimersCancelled: p.wheel.cancelled.Load(),
+		WakerWrites:     c.WakerWrites,
+		EmptyWakeups:    s.emptyWakeups.Load(),
+		TimedWakeups:    s.timedWakeups.Load(),
+		Stale:           s.stale.Load(),
 	}
 }

@@ -394,9 +394,14 @@ func requireQueueEmpty(t testing.TB, p *Poll) {
 	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
 	p.wheel.mu.Lock()
 	defer p.wheel.mu.Unlock()
-	for s, e := range p.wheel.slots {
-		require.Nil(t, e, "wheel slot %d not empty", s)
+	for pos, head := range p.wheel.heads {
+		require.Equal(t, int32(noEntry), head, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
 	}
+	for l, lv := range p.wheel.levels {
+		require.Zero(t, lv.occupied, "wheel level %d still marks slots occupied", l)
+	}
+	require.Zero(t, p.wheel.entries.Len(), "wheel entries still allocated")
+	require.Zero(t, p.wheel.nodes.Len(), "wheel still holds Registrations")
 }
 
 // assertNoErr reports err (if any) with t.Errorf and returns whether it was

@@ -3,7 +3,6 @@ package poll
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Registration is a user-space source of readiness: an Evented with no
@@ -81,16 +80,16 @@ type regNode struct {
 	idle   uint8  // consumer: passes in a row it was held with nothing to report
 	looked uint64 // consumer: the last pass that counted it idle
 
-	delay    wheelEntry // delayed readiness; guarded by the wheel's mutex
-	delayed  Ready      // what to set when delay fires; wheel's mutex
+	// Delayed readiness (delay.go): guarded by the wheel's mutex, but for
+	// hasDelay, which UnsetReadiness reads without it.
+	delayID  wheelID // the pending delay's wheel entry, if any
+	delayed  Ready   // what to set when it fires
 	hasDelay atomic.Bool
 }
 
 // NewRegistration returns a Registration and its SetReadiness.
 func NewRegistration() (*Registration, *SetReadiness) {
 	n := &regNode{}
-	n.delay.owner = n
-	n.delay.slot = -1
 	return &Registration{n}, &SetReadiness{n}
 }
 
@@ -189,7 +188,7 @@ func (r *Registration) Close() error {
 		}
 	}
 	if p := n.poll.Load(); p != nil {
-		p.wheel.cancel(&n.delay)
+		p.wheel.cancelDelay(n)
 	}
 	return nil
 }
@@ -319,6 +318,11 @@ func (s *SetReadiness) UnsetReadiness(r Ready) error {
 			p.wheel.unsetDelayed(n, r)
 		}
 	}
+	return n.unset(r)
+}
+
+// unset clears r from the readiness, and nothing else.
+func (n *regNode) unset(r Ready) error {
 	for {
 		old := n.state.Load()
 		if old&stDropped != 0 {
@@ -339,32 +343,3 @@ func (s *SetReadiness) Readiness() Ready {
 	}
 	return stReady(n.state.Load())
 }
-
-// DelayReadiness makes r ready after d, as SetReadiness would: never
-// earlier, and at most one wheel tick later (Config.WheelTick). A
-// Registration has one pending delay: a new call replaces the old one, and
-// UnsetReadiness cancels the bits it clears. The Registration must be
-// registered, since the delay lives in its Poll's timing wheel.
-func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
-	if r&^allReady != 0 || d < 0 {
-		return wrapf(ErrInvalidArgument, "DelayReadiness(%s, %v)", r, d)
-	}
-	n, err := s.node()
-	if err != nil {
-		return err
-	}
-	if n.state.Load()&stDropped != 0 {
-		return ErrClosed
-	}
-	p := n.poll.Load()
-	if p == nil {
-		return wrapf(ErrNotRegistered, "DelayReadiness needs a registered Registration")
-	}
-	if d == 0 {
-		return n.set(r)
-	}
-	return p.wheel.delay(n, r, d)
-}
-
-// expired is called by the consumer when the node's delay is due.
-func (n *regNode) expired(r Ready) { _ = n.set(r) }

@@ -29,6 +29,15 @@ type Stats struct {
 	// delayed-readiness deadline and that returned by that timeout. With
 	// nothing delayed it stays 0: an idle Poll does not wake up.
 	TimedWakeups uint64
+	// TimersPending is the number of deadlines in the timing wheel: delayed
+	// readiness of Registrations and TimerQueue deadlines alike.
+	TimersPending uint64
+	// TimersFired is the number of deadlines that have passed.
+	TimersFired uint64
+	// TimersCancelled is the number of deadlines removed before they
+	// passed (a replaced or unset delay, a closed Registration,
+	// TimerQueue.Remove).
+	TimersCancelled uint64
 	// Stale counts kernel events dropped because their descriptor had been
 	// deregistered in the meantime (its generation, part of the key the
 	// kernel holds, no longer matches).

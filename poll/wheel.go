@@ -1,226 +1,408 @@
 package poll
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unipoll/unipoll/internal/slab"
 )
 
-// wheel is a hashed timing wheel: the one timer structure of unipoll. It
-// holds the delayed readiness of Registrations and drives the Poll's
-// timeout, so no goroutine or OS timer exists per delay.
+// wheel is the hierarchical timing wheel: the one timer structure of
+// unipoll, one per Poll. It holds the delayed readiness of Registrations
+// (owner 0, delay.go) and the deadlines of TimerQueues (one owner each,
+// timer_queue.go), and drives the Poll's timeout, so there is no goroutine
+// and no OS timer per deadline.
 //
-// Time is counted in ticks since the wheel was made (monotonic clock). An
-// entry due at tick d lives in slot d % len(slots) and fires when the
-// consumer finds the current tick >= d. d is rounded up from the requested
-// deadline, so an entry never fires early; the consumer sleeps exactly until
-// the start of the earliest due tick, so it fires at most one tick late plus
+// Time counts in ticks since the wheel was made (monotonic clock). An
+// entry keeps its exact deadline (nanoseconds since the origin) and is due
+// at tick ceil(deadline/tick): it fires when the consumer finds the
+// current tick at least that, so never early; the consumer sleeps exactly
+// until the start of the earliest due tick, so at most one tick late plus
 // scheduling noise.
 //
+// Levels. Each level has `slots` slots (a power of two, at most 64) and an
+// occupancy bitmap. A slot of level l spans slots^l ticks. An entry due at
+// tick d sits in the level of the highest digit (base slots) in which d
+// differs from cur, in the slot that digit names: so the entries of level 0
+// are due within cur's current run of `slots` ticks, those of level 1
+// within its run of slots^2, and so on. When the consumer reaches the start
+// of an occupied slot of a level above 0 it takes the slot's entries and
+// places them again relative to the new cur, one level down or more
+// (cascading). An entry cascades at most once per level on its way down,
+// and a tick touches only the slots that come due: the cost of time
+// passing is what expires, not what is pending.
+//
+// Entries live in a slab (internal/slab) and link by index; an entry is 32
+// bytes and there is no allocation per deadline in steady state. The slab
+// gives its memory back after a burst.
+//
 // Invariants (all under mu):
-//   - An entry is in at most one slot list (slot >= 0) or in none (-1).
-//   - occupied has bit s set iff slot s's list is non-empty; slotMin[s] is
-//     at most the smallest due tick in slot s (it may be smaller after a
-//     removal; that only costs one early look, never a late one).
-//   - cur is the last tick the consumer has processed; every entry with
-//     due <= cur has fired.
-//   - sleepDue is the tick the consumer is sleeping until while sleeping is
-//     set; an insertion due earlier wakes it, since it computed its timeout
-//     without that entry.
-//   - count is the number of entries; it is also read without mu (atomic)
-//     so that a Poll with no delays pays nothing.
+//  1. An entry is in exactly one place: one slot list (where names it), or
+//     its owner's expired list (whereExpired), or free.
+//  2. Bit s of levels[l].occupied is set iff slot s of level l has a list.
+//  3. Every entry in the slot lists is due after cur, and sits in the slot
+//     that levelFor and slotFor give for its due tick relative to cur (cur
+//     only moves to the start of the earliest occupied slot, or past every
+//     slot start, so placements stay true).
+//  4. count is the number of entries in slot lists; it is also read without
+//     mu (atomic), so that a Poll with nothing pending pays nothing.
+//  5. While sleeping is set, the consumer sleeps until tick sleepDue at the
+//     latest; an insertion whose slot starts earlier wakes it, since it
+//     computed its timeout without that entry.
+//  6. An entry's id (index, generation) names it only while it is
+//     allocated: gen comes from a counter that never repeats a value for a
+//     slot in practice, so a stale id, once its entry is freed and reused,
+//     never matches.
 type wheel struct {
 	mu       sync.Mutex
 	tick     time.Duration
 	origin   time.Time
-	mask     int64
-	slots    []*wheelEntry
-	slotMin  []int64
-	occupied []uint64
-	cur      int64
+	bits     uint  // log2 of slots per level
+	slots    int64 // slots per level
+	levels   []wheelLevel
+	heads    []int32 // slot lists: heads[l*slots+s], -1 when empty
+	cur      int64   // the last tick the consumer has brought the wheel to (see invariant 3)
 	count    atomic.Int64
 	sleeping bool
 	sleepDue int64
 	closed   bool
 	wake     func()
-	fired    []firedEntry // consumer scratch, reused
+
+	entries slab.Slab[wheelEntry]
+	nextGen uint32
+	owners  []wheelOwner        // by owner id; 0 is the delays of Registrations
+	nodes   slab.Slab[*regNode] // delay owner: the Registration of each key
+
+	// Consumer scratch, reused.
+	due      []int32      // entries that came due in one expire, sorted by deadline
+	fired    []firedDelay // delays to fire once mu is released
+	notified []uint16     // owners whose readiness expire set
+
+	// Totals for Stats.
+	scheduled, expired, cancelled atomic.Uint64
+	taken                         uint64 // entries expire took from slots (tests)
 }
 
+type wheelLevel struct {
+	occupied uint64
+}
+
+// wheelEntry is one deadline. 32 bytes.
 type wheelEntry struct {
-	next, prev *wheelEntry
-	due        int64
-	slot       int64 // -1 when not scheduled
-	owner      *regNode
+	deadline int64  // nanoseconds since origin
+	key      uint64 // the owner's: a delay slot or a TimerQueue key
+	next     int32  // next in its list, -1 at the end
+	prev     int32  // previous in its slot list, -1 at the head
+	gen      uint32 // see invariant 6
+	where    uint16 // slot (l*slots+s), or whereExpired
+	owner    uint16
 }
 
-type firedEntry struct {
+const (
+	whereExpired = math.MaxUint16
+	ownerDelays  = 0
+	noEntry      = -1
+)
+
+// wheelID names one entry. The zero wheelID names none.
+type wheelID struct{ idx, gen uint32 }
+
+// firedDelay is a Registration whose delay came due, to be set outside mu.
+type firedDelay struct {
 	n *regNode
 	r Ready
 }
 
+// maxWheelSlots is the most slots a level may have: its bitmap is one word.
+const maxWheelSlots = 64
+
 func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 	w.tick = tick
 	w.origin = time.Now()
-	w.mask = int64(slots - 1)
-	w.slots = make([]*wheelEntry, slots)
-	w.slotMin = make([]int64, slots)
-	w.occupied = make([]uint64, (slots+63)/64)
+	w.bits = uint(bits.TrailingZeros(uint(slots)))
+	w.slots = int64(slots)
+	nlevels := (64 + int(w.bits) - 1) / int(w.bits)
+	w.levels = make([]wheelLevel, nlevels)
+	w.heads = make([]int32, nlevels*slots)
+	for i := range w.heads {
+		w.heads[i] = noEntry
+	}
+	w.owners = []wheelOwner{{refs: 1}} // the delay owner never goes away
 	w.wake = wake
 }
 
+// now is the current tick: whole ticks since origin.
 func (w *wheel) now() int64 { return int64(time.Since(w.origin) / w.tick) }
 
-// delay schedules n's delayed readiness r after d, replacing any pending one.
-func (w *wheel) delay(n *regNode, r Ready, d time.Duration) error {
-	at := time.Since(w.origin) + d
-	if at < 0 { // overflow: treat as "never" within int64 ticks
-		at = math.MaxInt64
+// deadlineAfter is the deadline d from now, in nanoseconds since origin,
+// saturated rather than wrapped, and rounded up to a multiple of res when
+// res is more than a tick.
+func (w *wheel) deadlineAfter(d, res time.Duration) int64 {
+	at := time.Since(w.origin)
+	if d > math.MaxInt64-at {
+		return math.MaxInt64
 	}
-	due := int64(at / w.tick)
-	if at%w.tick != 0 {
+	at += d
+	if res > w.tick {
+		if r := at % res; r != 0 {
+			if at > math.MaxInt64-(res-r) {
+				return math.MaxInt64
+			}
+			at += res - r
+		}
+	}
+	return int64(at)
+}
+
+// dueTick is the tick at which a deadline is due: ceil(deadline/tick).
+func (w *wheel) dueTick(deadline int64) int64 {
+	t := int64(w.tick)
+	due := deadline / t
+	if deadline%t != 0 {
 		due++
 	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return ErrClosed
-	}
-	e := &n.delay
-	w.remove(e)
-	if w.count.Load() == 0 {
-		w.cur = w.now()
-	}
-	if due <= w.cur {
-		due = w.cur + 1
-	}
-	n.delayed = r
-	n.hasDelay.Store(true)
-	w.insert(e, due)
-	wake := w.sleeping && due < w.sleepDue
-	if wake {
-		w.sleeping = false
-	}
-	w.mu.Unlock()
-	if wake {
-		w.wake()
-	}
-	return nil
+	return due
 }
 
-// cancel removes e if it is scheduled.
-func (w *wheel) cancel(e *wheelEntry) {
-	w.mu.Lock()
-	w.remove(e)
-	e.owner.delayed = 0
-	e.owner.hasDelay.Store(false)
-	w.mu.Unlock()
+// levelFor is the level an entry due at tick due sits in, relative to cur.
+func (w *wheel) levelFor(due int64) int {
+	masked := uint64(w.cur^due) | uint64(w.slots-1)
+	l := (63 - bits.LeadingZeros64(masked)) / int(w.bits)
+	return min(l, len(w.levels)-1)
 }
 
-// unsetDelayed clears r from n's pending delayed readiness.
-func (w *wheel) unsetDelayed(n *regNode, r Ready) {
-	w.mu.Lock()
-	n.delayed &^= r
-	if n.delayed == 0 {
-		w.remove(&n.delay)
-		n.hasDelay.Store(false)
-	}
-	w.mu.Unlock()
+func (w *wheel) slotFor(due int64, level int) int64 {
+	return due >> (uint(level) * w.bits) & (w.slots - 1)
 }
 
-func (w *wheel) insert(e *wheelEntry, due int64) {
-	s := due & w.mask
-	e.due, e.slot = due, s
-	e.prev, e.next = nil, w.slots[s]
-	if e.next != nil {
-		e.next.prev = e
-		w.slotMin[s] = min(w.slotMin[s], due)
+// slotStart is the first tick of slot s of level l, in cur's current run of
+// that level (or the next run, if that slot's turn has passed in this one).
+func (w *wheel) slotStart(level int, s int64) int64 {
+	shift := uint(level) * w.bits
+	runBits := shift + w.bits // the level's whole run is 2^runBits ticks
+	var start int64
+	if runBits < 63 {
+		start = w.cur&^(int64(1)<<runBits-1) + s<<shift
+		if start <= w.cur {
+			start += int64(1) << runBits
+		}
 	} else {
-		w.slotMin[s] = due
-		w.occupied[s>>6] |= 1 << (s & 63)
+		start = s << shift // the top level spans all time
+		if start <= w.cur {
+			start = math.MaxInt64
+		}
 	}
-	w.slots[s] = e
+	return start
+}
+
+// newEntry allocates an entry for owner, with key and deadline. mu held.
+func (w *wheel) newEntry(owner uint16, key uint64, deadline int64) (int32, *wheelEntry) {
+	idx, e := w.entries.Alloc()
+	w.nextGen++
+	if w.nextGen == 0 {
+		w.nextGen = 1
+	}
+	*e = wheelEntry{deadline: deadline, key: key, next: noEntry, prev: noEntry, gen: w.nextGen, owner: owner}
+	w.owners[owner].refs++
+	return int32(idx), e
+}
+
+// freeEntry returns an entry that is in no list. mu held.
+func (w *wheel) freeEntry(idx int32) {
+	e := w.entries.Get(uint32(idx))
+	w.owners[e.owner].refs--
+	w.entries.Free(uint32(idx))
+}
+
+// lookup returns the entry id names, if it is still allocated. mu held.
+func (w *wheel) lookup(id wheelID) (int32, *wheelEntry, bool) {
+	if id.gen == 0 || !w.entries.Valid(id.idx) {
+		return noEntry, nil, false
+	}
+	e := w.entries.Get(id.idx)
+	if e.gen != id.gen {
+		return noEntry, nil, false
+	}
+	return int32(id.idx), e, true
+}
+
+// insert puts entry idx in its slot and returns the tick at which that
+// slot starts: when the consumer must look at it. mu held.
+func (w *wheel) insert(idx int32, e *wheelEntry) int64 {
+	due := max(w.dueTick(e.deadline), w.cur+1)
+	l := w.levelFor(due)
+	s := w.slotFor(due, l)
+	pos := int64(l)*w.slots + s
+	e.where, e.prev, e.next = uint16(pos), noEntry, w.heads[pos]
+	if e.next != noEntry {
+		w.entries.Get(uint32(e.next)).prev = idx
+	}
+	w.heads[pos] = idx
+	w.levels[l].occupied |= 1 << s
 	w.count.Add(1)
+	if l == 0 {
+		return due
+	}
+	return w.slotStart(l, s)
 }
 
-func (w *wheel) remove(e *wheelEntry) {
-	if e.owner == nil || e.slot < 0 || w.slots == nil {
-		return
-	}
-	s := e.slot
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else if w.slots[s] == e {
-		w.slots[s] = e.next
+// unlink takes entry idx out of its slot list. mu held.
+func (w *wheel) unlink(idx int32, e *wheelEntry) {
+	pos := int64(e.where)
+	if e.prev != noEntry {
+		w.entries.Get(uint32(e.prev)).next = e.next
 	} else {
-		return // not linked
+		w.heads[pos] = e.next
+		if e.next == noEntry {
+			w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
+		}
 	}
-	if e.next != nil {
-		e.next.prev = e.prev
+	if e.next != noEntry {
+		w.entries.Get(uint32(e.next)).prev = e.prev
 	}
-	e.next, e.prev, e.slot = nil, nil, -1
-	if w.slots[s] == nil {
-		w.occupied[s>>6] &^= 1 << (s & 63)
-	}
+	e.next, e.prev = noEntry, noEntry
 	w.count.Add(-1)
 }
 
-// expire fires every entry that is due. Consumer only.
+// schedule inserts a new entry and wakes a consumer sleeping past its
+// slot's start (invariant 5). mu held; it returns whether to wake, which
+// the caller does once mu is released.
+func (w *wheel) schedule(owner uint16, key uint64, deadline int64) (wheelID, bool) {
+	if w.count.Load() == 0 && w.cur < w.now() {
+		w.cur = w.now() // nothing placed relative to the old cur: catch up for free
+	}
+	idx, e := w.newEntry(owner, key, deadline)
+	start := w.insert(idx, e)
+	w.scheduled.Add(1)
+	wake := w.sleeping && start < w.sleepDue
+	if wake {
+		w.sleeping = false
+	}
+	return wheelID{uint32(idx), e.gen}, wake
+}
+
+// next returns the level and slot of the earliest occupied slot and the
+// tick it starts at; ok is false when the wheel is empty. Lower levels
+// come due first (invariant 3), so the first level with a slot wins.
+func (w *wheel) next() (level int, s, start int64, ok bool) {
+	for l := range w.levels {
+		occ := w.levels[l].occupied
+		if occ == 0 {
+			continue
+		}
+		cur := w.cur >> (uint(l) * w.bits) & (w.slots - 1)
+		if later := occ &^ (1<<cur - 1); later != 0 {
+			s = int64(bits.TrailingZeros64(later))
+		} else {
+			s = int64(bits.TrailingZeros64(occ))
+		}
+		return l, s, w.slotStart(l, s), true
+	}
+	return 0, 0, 0, false
+}
+
+// expire brings the wheel to the current tick: every entry that has come
+// due fires (delays are set on their Registrations, deadlines of a
+// TimerQueue join its expired list, in deadline order), and entries of
+// slots above level 0 whose start has come move down. Consumer only.
 func (w *wheel) expire() {
 	if w.count.Load() == 0 {
 		return
 	}
 	w.mu.Lock()
-	target := w.now()
-	if target <= w.cur || w.closed {
+	now := w.now()
+	if now <= w.cur || w.closed {
 		w.mu.Unlock()
 		return
 	}
-	steps := min(target-w.cur, w.mask+1)
-	for t := target - steps + 1; t <= target; t++ {
-		s := t & w.mask
-		if w.occupied[s>>6]&(1<<(s&63)) == 0 || w.slotMin[s] > target {
-			continue
+	for {
+		l, s, start, ok := w.next()
+		if !ok || start > now {
+			break
 		}
-		newMin := int64(math.MaxInt64)
-		for e := w.slots[s]; e != nil; {
+		pos := int64(l)*w.slots + s
+		idx := w.heads[pos]
+		w.heads[pos] = noEntry
+		w.levels[l].occupied &^= 1 << s
+		w.cur = start
+		for idx != noEntry {
+			w.taken++
+			e := w.entries.Get(uint32(idx))
 			next := e.next
-			if e.due <= target {
-				w.remove(e)
-				n := e.owner
-				w.fired = append(w.fired, firedEntry{n, n.delayed})
-				n.delayed = 0
-				n.hasDelay.Store(false)
-			} else {
-				newMin = min(newMin, e.due)
+			w.count.Add(-1)
+			switch {
+			case w.owners[e.owner].closed:
+				w.freeEntry(idx)
+			case w.dueTick(e.deadline) <= w.cur:
+				w.due = append(w.due, idx)
+			default:
+				w.insert(idx, e)
 			}
-			e = next
+			idx = next
 		}
-		w.slotMin[s] = newMin
 	}
-	w.cur = target
+	w.cur = now
+	w.fireDue()
 	w.mu.Unlock()
-	// Fire outside the lock: set may link the node into the queue.
+	// Set delayed readiness outside mu: it may link the Registration into
+	// the readiness queue (lock-free, but no reason to hold mu for it).
 	for i, f := range w.fired {
-		f.n.expired(f.r)
-		w.fired[i] = firedEntry{}
+		_ = f.n.set(f.r)
+		w.fired[i] = firedDelay{}
 	}
 	w.fired = w.fired[:0]
 }
 
-// sleepTimeout shortens the consumer's timeout to the next due entry and
-// records that the consumer sleeps until then. It returns the timeout and
-// whether the wheel shortened it. Consumer only; pair with awake.
+// fireDue hands the entries that came due to their owners, in deadline
+// order. mu held.
+func (w *wheel) fireDue() {
+	if len(w.due) == 0 {
+		return
+	}
+	slices.SortFunc(w.due, func(a, b int32) int {
+		ea, eb := w.entries.Get(uint32(a)), w.entries.Get(uint32(b))
+		if c := cmp.Compare(ea.deadline, eb.deadline); c != 0 {
+			return c
+		}
+		return cmp.Compare(ea.gen, eb.gen) // scheduled first, first out
+	})
+	w.expired.Add(uint64(len(w.due)))
+	for _, idx := range w.due {
+		e := w.entries.Get(uint32(idx))
+		if e.owner == ownerDelays {
+			w.fireDelay(idx, e)
+		} else {
+			w.toExpired(idx, e)
+		}
+	}
+	w.due = w.due[:0]
+	for _, id := range w.notified {
+		w.owners[id].notify()
+	}
+	w.notified = w.notified[:0]
+}
+
+// sleepTimeout shortens the consumer's timeout to the start of the next
+// occupied slot and records that the consumer sleeps until then. It returns
+// the timeout and whether the wheel shortened it. Consumer only; pair with
+// awake.
 func (w *wheel) sleepTimeout(timeout time.Duration) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	due := w.nextDue()
-	w.sleeping, w.sleepDue = true, due
-	if due == math.MaxInt64 {
+	_, _, start, ok := w.next()
+	if !ok {
+		start = math.MaxInt64
+	}
+	w.sleeping, w.sleepDue = true, start
+	if !ok {
 		return timeout, false
 	}
-	until := w.untilTick(due)
+	until := w.untilTick(start)
 	if timeout >= 0 && timeout <= until {
 		return timeout, false
 	}
@@ -244,54 +426,21 @@ func (w *wheel) awake() {
 	w.mu.Unlock()
 }
 
-// nextDue is the earliest due tick, or MaxInt64 if none. Scans forward from
-// cur one rotation for an entry due in it, then falls back to the smallest
-// slotMin. Called with mu held.
-func (w *wheel) nextDue() int64 {
-	if w.count.Load() == 0 {
-		return math.MaxInt64
-	}
-	n := w.mask + 1
-	best := int64(math.MaxInt64)
-	for k := int64(1); k <= n; {
-		s := (w.cur + k) & w.mask
-		word := w.occupied[s>>6] >> (s & 63)
-		if word == 0 {
-			// Skip the rest of this word, or, for a wheel of fewer than 64
-			// slots, the rest of the ring up to the wrap.
-			k += min(n, 64) - (s & 63)
-			continue
-		}
-		skip := int64(bits.TrailingZeros64(word))
-		k += skip
-		if k > n {
-			break
-		}
-		s = (w.cur + k) & w.mask
-		if m := w.slotMin[s]; m <= w.cur+k {
-			return max(m, w.cur+1)
-		} else if m < best {
-			best = m
-		}
-		k++
-	}
-	return best
-}
-
+// close drops every entry and closes every owner (Poll.Close).
 func (w *wheel) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	for s, e := range w.slots {
-		for e != nil {
-			next := e.next
-			e.next, e.prev, e.slot = nil, nil, -1
-			e.owner.delayed = 0
-			e.owner.hasDelay.Store(false)
-			e = next
-		}
-		w.slots[s] = nil
+	w.entries.Reset()
+	w.nodes.Reset()
+	for i := range w.heads {
+		w.heads[i] = noEntry
 	}
-	clear(w.occupied)
+	for i := range w.levels {
+		w.levels[i].occupied = 0
+	}
+	for i := range w.owners {
+		w.owners[i].closeLocked()
+	}
 	w.count.Store(0)
 }

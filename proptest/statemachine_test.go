@@ -112,6 +112,7 @@ func stateMachineOf(be backend, ks []kind) func(*rapid.T) {
 // show.
 const stateMachineChecks = 4
 
-// wheelSlotChoices are the timing wheel sizes drawn: the default, and small
-// ones whose rotation is shorter than the delays drawn (wrap-around).
-var wheelSlotChoices = []int{1024, 4, 64}
+// wheelSlotChoices are the slots per level of the timing wheel drawn: the
+// default (64), and small ones, whose levels are short enough that the
+// delays drawn move down several levels before they fire.
+var wheelSlotChoices = []int{64, 4, 2}

@@ -1,0 +1,320 @@
+package poll
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// TimerQueue is a set of deadlines on a Poll's own timing wheel, each
+// carrying a key of the caller's: the building block of the timer package
+// (which maps keys to values of any type), and of any source that needs
+// deadlines without a goroutine or an OS timer per deadline. Deadlines
+// that pass join the queue's expired list, in deadline order, and a
+// TimerQueue is an Evented that is Readable while that list is not empty.
+//
+// A TimerQueue is bound to the first Poll it is registered with, like a
+// Registration, and Add needs it registered (ErrNotRegistered before).
+// Add, Remove, Next and Len may be called from any goroutine. The zero
+// TimerQueue is not usable: make one with NewTimerQueue.
+type TimerQueue struct {
+	reg *Registration
+	set *SetReadiness
+	res time.Duration
+
+	mu sync.Mutex    // serialises binding to the wheel and Close
+	id atomic.Uint32 // owner id in the bound Poll's wheel; 0 until bound
+}
+
+// TimerID names one deadline of a TimerQueue, for Remove. It stays safe to
+// use after its deadline has expired or been removed, and after its slot in
+// the wheel has been reused: it then names nothing. The zero TimerID names
+// nothing.
+type TimerID struct{ id wheelID }
+
+// TimerStats are a TimerQueue's counters.
+type TimerStats struct {
+	// Pending is the number of deadlines not yet passed.
+	Pending int
+	// Expired is the number of deadlines passed and not yet taken by Next.
+	Expired int
+	// Fired is the number of deadlines that have passed since the queue
+	// was made.
+	Fired uint64
+	// Cancelled is the number of deadlines removed before they passed.
+	Cancelled uint64
+}
+
+// wheelOwner is the wheel's record of one owner of entries: the delays of
+// Registrations (owner 0), or one TimerQueue. Guarded by the wheel's mu.
+type wheelOwner struct {
+	q       *TimerQueue
+	refs    int   // entries of this owner, pending or expired
+	expired int   // entries in the expired list
+	head    int32 // expired list, oldest first
+	tail    int32
+	closed  bool // entries are freed as they come up
+	fired   uint64
+	cancels uint64
+}
+
+// NewTimerQueue returns a TimerQueue whose deadlines are rounded up to a
+// multiple of resolution, so that deadlines close together pass in one
+// tick; a resolution at or below the Poll's WheelTick means the tick.
+func NewTimerQueue(resolution time.Duration) *TimerQueue {
+	reg, set := NewRegistration()
+	return &TimerQueue{reg: reg, set: set, res: max(resolution, 0)}
+}
+
+var errZeroTimerQueue = wrapf(ErrInvalidArgument, "nil or zero TimerQueue (make one with poll.NewTimerQueue)")
+
+func (q *TimerQueue) check() error {
+	if q == nil || q.reg == nil {
+		return errZeroTimerQueue
+	}
+	return nil
+}
+
+// Register implements Evented. The first Register binds the queue to p.
+func (q *TimerQueue) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.reg.Register(p, t, interest, opts); err != nil {
+		return err
+	}
+	if q.id.Load() != 0 {
+		return nil
+	}
+	id, err := p.wheel.newOwner(q)
+	if err != nil {
+		_ = q.reg.Deregister(p)
+		return err
+	}
+	q.id.Store(uint32(id))
+	return nil
+}
+
+// Reregister implements Evented.
+func (q *TimerQueue) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.reg.Reregister(p, t, interest, opts)
+}
+
+// Deregister implements Evented. Deadlines keep passing while the queue is
+// deregistered; registering it again reports the ones that did.
+func (q *TimerQueue) Deregister(p *Poll) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.reg.Deregister(p)
+}
+
+// bound returns the queue's wheel and owner id, or an error saying why
+// there is none.
+func (q *TimerQueue) bound() (*wheel, uint16, error) {
+	if err := q.check(); err != nil {
+		return nil, 0, err
+	}
+	id := q.id.Load()
+	p := q.reg.n.poll.Load()
+	if id == 0 || p == nil {
+		if q.reg.n.state.Load()&stDropped != 0 {
+			return nil, 0, ErrClosed
+		}
+		return nil, 0, wrapf(ErrNotRegistered, "a TimerQueue needs to be registered before Add")
+	}
+	return &p.wheel, uint16(id), nil
+}
+
+// Add schedules a deadline d from now carrying key, and returns its id.
+// It returns ErrInvalidArgument for a negative d, ErrNotRegistered before
+// the queue is first registered, and ErrClosed once the queue or its Poll
+// is closed.
+func (q *TimerQueue) Add(d time.Duration, key uint64) (TimerID, error) {
+	if d < 0 {
+		return TimerID{}, wrapf(ErrInvalidArgument, "negative duration %v", d)
+	}
+	w, id, err := q.bound()
+	if err != nil {
+		return TimerID{}, err
+	}
+	deadline := w.deadlineAfter(d, q.res)
+	w.mu.Lock()
+	if w.closed || w.owners[id].closed {
+		w.mu.Unlock()
+		return TimerID{}, ErrClosed
+	}
+	eid, wake := w.schedule(id, key, deadline)
+	w.mu.Unlock()
+	if wake {
+		w.wake()
+	}
+	return TimerID{eid}, nil
+}
+
+// Remove cancels the deadline t names, if it has not passed, and returns
+// its key. It returns false for a deadline that has passed (even one not
+// yet taken by Next), was removed already, or is another queue's.
+func (q *TimerQueue) Remove(t TimerID) (key uint64, ok bool) {
+	w, id, err := q.bound()
+	if err != nil {
+		return 0, false
+	}
+	return w.remove(id, t.id)
+}
+
+// Next takes the oldest expired deadline (the one with the earliest
+// deadline) and returns its key, or false if none has expired. The queue
+// stops being Readable when Next has taken the last one.
+func (q *TimerQueue) Next() (key uint64, ok bool) {
+	w, id, err := q.bound()
+	if err != nil {
+		return 0, false
+	}
+	return w.takeExpired(id)
+}
+
+// remove cancels owner's pending entry eid.
+func (w *wheel) remove(owner uint16, eid wheelID) (key uint64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	idx, e, ok := w.lookup(eid)
+	if !ok || e.owner != owner || e.where == whereExpired {
+		return 0, false
+	}
+	key = e.key
+	w.unlink(idx, e)
+	w.freeEntry(idx)
+	w.cancelled.Add(1)
+	w.owners[owner].cancels++
+	return key, true
+}
+
+// takeExpired takes the head of owner's expired list.
+func (w *wheel) takeExpired(owner uint16) (key uint64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := &w.owners[owner]
+	if o.head == noEntry {
+		return 0, false
+	}
+	idx := o.head
+	e := w.entries.Get(uint32(idx))
+	key, o.head = e.key, e.next
+	if o.head == noEntry {
+		o.tail = noEntry
+	}
+	o.expired--
+	w.freeEntry(idx)
+	if o.expired == 0 {
+		// Under mu, so that an expiry cannot set the readiness between the
+		// check and the clear (the expiring consumer holds mu too): an
+		// expired deadline never waits with its queue unreadable.
+		_ = o.q.set.n.unset(Readable)
+	}
+	return key, true
+}
+
+// Stats returns the queue's counters (zero before it is registered).
+func (q *TimerQueue) Stats() TimerStats {
+	w, id, err := q.bound()
+	if err != nil {
+		return TimerStats{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := &w.owners[id]
+	return TimerStats{Pending: o.refs - o.expired, Expired: o.expired, Fired: o.fired, Cancelled: o.cancels}
+}
+
+// Len returns the number of deadlines pending or expired and not yet taken.
+func (q *TimerQueue) Len() int {
+	s := q.Stats()
+	return s.Pending + s.Expired
+}
+
+// Close drops every deadline and closes the queue: once it returns, no
+// Poll call started afterwards reports it, and Add returns ErrClosed.
+// Closing twice returns ErrClosed.
+func (q *TimerQueue) Close() error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.reg.Close(); err != nil {
+		return err
+	}
+	if id := q.id.Load(); id != 0 {
+		if p := q.reg.n.poll.Load(); p != nil {
+			p.wheel.closeOwner(uint16(id))
+		}
+	}
+	return nil
+}
+
+// newOwner gives q an owner id, reusing one whose queue is closed and
+// whose entries are all gone.
+func (w *wheel) newOwner(q *TimerQueue) (uint16, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, ErrClosed
+	}
+	for id := 1; id < len(w.owners); id++ {
+		if o := &w.owners[id]; o.closed && o.refs == 0 {
+			*o = wheelOwner{q: q, head: noEntry, tail: noEntry}
+			return uint16(id), nil
+		}
+	}
+	if len(w.owners) > whereExpired-1 {
+		return 0, wrapf(ErrInvalidArgument, "more than %d TimerQueues on one Poll", whereExpired-2)
+	}
+	w.owners = append(w.owners, wheelOwner{q: q, head: noEntry, tail: noEntry})
+	return uint16(len(w.owners) - 1), nil
+}
+
+// closeOwner frees the owner's expired entries; its pending ones are freed
+// as they come up in the wheel (expire), and the id is reused once none is
+// left.
+func (w *wheel) closeOwner(id uint16) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := &w.owners[id]
+	for idx := o.head; idx != noEntry; {
+		next := w.entries.Get(uint32(idx)).next
+		w.freeEntry(idx)
+		idx = next
+	}
+	o.closeLocked()
+}
+
+func (o *wheelOwner) closeLocked() {
+	o.closed, o.head, o.tail, o.expired = true, noEntry, noEntry, 0
+}
+
+// toExpired appends an entry that came due to its owner's expired list
+// (expire sorts them by deadline first). mu held.
+func (w *wheel) toExpired(idx int32, e *wheelEntry) {
+	o := &w.owners[e.owner]
+	e.where, e.next, e.prev = whereExpired, noEntry, noEntry
+	if o.tail == noEntry {
+		o.head = idx
+	} else {
+		w.entries.Get(uint32(o.tail)).next = idx
+	}
+	o.tail = idx
+	if o.expired == 0 {
+		w.notified = append(w.notified, e.owner)
+	}
+	o.expired++
+	o.fired++
+}
+
+// notify makes the owner's queue readable. mu held (see Next).
+func (o *wheelOwner) notify() { _ = o.q.set.n.set(Readable) }

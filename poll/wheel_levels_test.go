@@ -1,0 +1,225 @@
+package poll
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// White-box tests of the hierarchical wheel with a clock the test moves:
+// advance shifts the wheel's origin back, so that time.Since(origin)
+// jumps forward by d at once.
+
+func (w *wheel) advance(d time.Duration) {
+	w.mu.Lock()
+	w.origin = w.origin.Add(-d)
+	w.mu.Unlock()
+}
+
+// checkInvariants walks every slot list and checks invariants 1-4 of
+// wheel.go against it. mu held.
+func (w *wheel) checkInvariants(t require.TestingT) {
+	n := 0
+	for l := range w.levels {
+		for s := int64(0); s < w.slots; s++ {
+			pos := int64(l)*w.slots + s
+			occupied := w.levels[l].occupied&(1<<s) != 0
+			require.Equal(t, w.heads[pos] != noEntry, occupied, "level %d slot %d: occupancy bit and list disagree", l, s)
+			prev := int32(noEntry)
+			for idx := w.heads[pos]; idx != noEntry; {
+				e := w.entries.Get(uint32(idx))
+				require.Equal(t, prev, e.prev, "entry %d: prev link", idx)
+				require.Equal(t, uint16(pos), e.where, "entry %d: where", idx)
+				due := max(w.dueTick(e.deadline), w.cur+1)
+				require.Greater(t, w.dueTick(e.deadline), w.cur-1, "entry %d due %d but cur is %d: overdue in a slot", idx, due, w.cur)
+				require.Equal(t, l, w.levelFor(due), "entry %d (due %d, cur %d) in the wrong level", idx, due, w.cur)
+				require.Equal(t, s, w.slotFor(due, l), "entry %d (due %d) in the wrong slot", idx, due)
+				n++
+				prev, idx = idx, e.next
+			}
+		}
+	}
+	require.Equal(t, int64(n), w.count.Load(), "count")
+}
+
+// The wheel against a model, on small and normal levels: every deadline
+// passes exactly once, never before its tick and never after the expire
+// that reaches its tick, Next hands them out in deadline order, Remove
+// takes only what has not passed, and the wheel's structure stays true at
+// every step. Time moves in small steps, in jumps past whole levels, and
+// not at all.
+func TestWheelLevelsModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		slots := 1 << rapid.IntRange(1, 6).Draw(t, "log2 slots")
+		tick := time.Millisecond
+		var w wheel
+		w.init(tick, slots, func() {})
+		q := NewTimerQueue(0)
+		id, err := w.newOwner(q)
+		require.NoError(t, err)
+		q.id.Store(uint32(id))
+
+		type pending struct {
+			tid      TimerID
+			deadline int64
+		}
+		live := map[uint64]pending{} // key -> not yet passed or not yet taken
+		passed := map[uint64]bool{}  // passed, not yet taken by next
+		nextKey := uint64(1)
+		take := func(t *rapid.T) {
+			var last int64 = math.MinInt64
+			for {
+				w.mu.Lock()
+				var dl int64
+				if h := w.owners[id].head; h != noEntry {
+					dl = w.entries.Get(uint32(h)).deadline
+				}
+				w.mu.Unlock()
+				key, ok := w.takeExpired(id)
+				if !ok {
+					break
+				}
+				if !passed[key] {
+					t.Fatalf("key %d handed out but the model has it not passed", key)
+				}
+				if dl < last {
+					t.Fatalf("key %d (deadline %d) after one with deadline %d: not in deadline order", key, dl, last)
+				}
+				last = dl
+				delete(passed, key)
+				delete(live, key)
+			}
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"add": func(t *rapid.T) {
+				var d time.Duration
+				switch rapid.IntRange(0, 3).Draw(t, "range") {
+				case 0:
+					d = time.Duration(rapid.IntRange(0, 3*slots).Draw(t, "ticks")) * tick
+				case 1:
+					d = time.Duration(rapid.Int64Range(0, int64(slots*slots*slots)*int64(tick)).Draw(t, "ns"))
+				case 2:
+					d = time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "ns far"))
+				default:
+					d = math.MaxInt64 // saturates
+				}
+				w.mu.Lock()
+				dl := w.deadlineAfter(d, 0)
+				eid, _ := w.schedule(id, nextKey, dl)
+				w.mu.Unlock()
+				live[nextKey] = pending{TimerID{eid}, dl}
+				nextKey++
+			},
+			"remove": func(t *rapid.T) {
+				if len(live) == 0 {
+					t.Skip("nothing")
+				}
+				keys := slices.Sorted(func(yield func(uint64) bool) {
+					for k := range live {
+						if !yield(k) {
+							return
+						}
+					}
+				})
+				k := rapid.SampledFrom(keys).Draw(t, "key")
+				tid := live[k].tid
+				got, ok := w.remove(id, tid.id)
+				if passed[k] {
+					if ok {
+						t.Fatalf("Remove of key %d, which has passed, succeeded", k)
+					}
+					return
+				}
+				if !ok || got != k {
+					t.Fatalf("Remove of pending key %d = %d, %v", k, got, ok)
+				}
+				delete(live, k)
+				if _, ok := w.remove(id, tid.id); ok {
+					t.Fatalf("second Remove of key %d succeeded", k)
+				}
+			},
+			"advance": func(t *rapid.T) {
+				var d time.Duration
+				if rapid.Bool().Draw(t, "jump") {
+					d = time.Duration(rapid.Int64Range(0, int64(slots)*int64(slots)*int64(slots)*int64(slots)).Draw(t, "jump ticks")) * tick
+				} else {
+					d = time.Duration(rapid.IntRange(0, 2*slots).Draw(t, "ticks")) * tick
+				}
+				w.advance(d)
+			},
+			"expire": func(t *rapid.T) {
+				w.expire()
+				w.mu.Lock()
+				cur := w.cur
+				for idx := w.owners[id].head; idx != noEntry; {
+					e := w.entries.Get(uint32(idx))
+					if w.dueTick(e.deadline) > cur {
+						w.mu.Unlock()
+						t.Fatalf("key %d passed at tick %d, before its due tick %d", e.key, cur, w.dueTick(e.deadline))
+					}
+					passed[e.key] = true
+					idx = e.next
+				}
+				w.mu.Unlock()
+				for k, p := range live {
+					if !passed[k] && w.dueTick(p.deadline) <= cur {
+						t.Fatalf("key %d due at tick %d has not passed at tick %d", k, w.dueTick(p.deadline), cur)
+					}
+				}
+				take(t)
+			},
+			"": func(t *rapid.T) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.checkInvariants(t)
+				o := &w.owners[id]
+				if got, want := o.refs, len(live); got != want {
+					t.Fatalf("owner holds %d entries, model %d", got, want)
+				}
+			},
+		})
+	})
+}
+
+// A tick costs what expires, not what is pending: with a million deadlines
+// far away, bringing the wheel forward tick by tick touches only the few
+// near ones (wheel.taken counts the entries expire takes from slots).
+func TestWheelTickCostIsWhatExpires(t *testing.T) {
+	var w wheel
+	w.init(time.Millisecond, maxWheelSlots, func() {})
+	q := NewTimerQueue(0)
+	id, err := w.newOwner(q)
+	require.NoError(t, err)
+	w.mu.Lock()
+	const far, near = 1_000_000, 100
+	for i := range far {
+		w.schedule(id, uint64(i), w.deadlineAfter(time.Hour+time.Duration(i)*time.Microsecond, 0))
+	}
+	for i := range near {
+		w.schedule(id, uint64(far+i), w.deadlineAfter(time.Duration(i+1)*time.Millisecond, 0))
+	}
+	w.mu.Unlock()
+	for range near + 1 {
+		w.advance(time.Millisecond)
+		w.expire()
+	}
+	require.Equal(t, near, w.owners[id].expired, "the near deadlines passed")
+	require.Equal(t, int64(far), w.count.Load(), "the far ones are all still pending")
+	// Each near deadline is taken from a slot once or twice (level 1, then
+	// level 0); a wheel that walked its pending entries would take them a
+	// million at a time.
+	require.LessOrEqual(t, w.taken, uint64(2*near), "entries taken from slots in %d ticks with %d pending", near+1, far)
+	// The far deadlines sit in a few slots of high levels, untouched.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	occupied := 0
+	for _, lv := range w.levels[2:] {
+		occupied += bits.OnesCount64(lv.occupied)
+	}
+	require.LessOrEqual(t, occupied, 4)
+}
