@@ -39,7 +39,7 @@ func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
 // delay schedules n's delayed readiness r after d, replacing any pending
 // one.
 func (w *wheel) delay(n *regNode, r Ready, d time.Duration) error {
-	deadline := w.deadlineAfter(d, 0)
+	deadline := w.deadlineAfter(d)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()

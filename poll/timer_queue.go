@@ -49,11 +49,10 @@ type TimerStats struct {
 // Registrations (owner 0), or one TimerQueue. Guarded by the wheel's mu.
 type wheelOwner struct {
 	q       *TimerQueue
-	refs    int   // entries of this owner, pending or expired
-	expired int   // entries in the expired list
-	head    int32 // expired list, oldest first
-	tail    int32
-	closed  bool // entries are freed as they come up
+	refs    int           // its entries in the wheel (pending)
+	expired keyRing       // keys of its entries that fired, in deadline order
+	closed  bool          // entries are freed as they come up
+	res     time.Duration // the queue's resolution (see wheel.dueOf)
 	fired   uint64
 	cancels uint64
 }
@@ -143,7 +142,7 @@ func (q *TimerQueue) Add(d time.Duration, key uint64) (TimerID, error) {
 	if err != nil {
 		return TimerID{}, err
 	}
-	deadline := w.deadlineAfter(d, q.res)
+	deadline := w.deadlineAfter(d)
 	w.mu.Lock()
 	if w.closed || w.owners[id].closed {
 		w.mu.Unlock()
@@ -184,8 +183,8 @@ func (w *wheel) remove(owner uint16, eid wheelID) (key uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	idx, e, ok := w.lookup(eid)
-	if !ok || e.owner != owner || e.where == whereExpired {
-		return 0, false
+	if !ok || e.owner != owner {
+		return 0, false // fired (and freed), removed, or another owner's
 	}
 	key = e.key
 	w.unlink(idx, e)
@@ -195,23 +194,16 @@ func (w *wheel) remove(owner uint16, eid wheelID) (key uint64, ok bool) {
 	return key, true
 }
 
-// takeExpired takes the head of owner's expired list.
+// takeExpired takes the oldest key of owner's expired ring.
 func (w *wheel) takeExpired(owner uint16) (key uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	o := &w.owners[owner]
-	if o.head == noEntry {
+	if key, ok = o.expired.pop(); !ok {
 		return 0, false
 	}
-	idx := o.head
-	e := w.entries.Get(uint32(idx))
-	key, o.head = e.key, e.next
-	if o.head == noEntry {
-		o.tail = noEntry
-	}
-	o.expired--
-	w.freeEntry(idx)
-	if o.expired == 0 {
+	if o.expired.len() == 0 {
+		o.expired.trim()
 		// Under mu, so that an expiry cannot set the readiness between the
 		// check and the clear (the expiring consumer holds mu too): an
 		// expired deadline never waits with its queue unreadable.
@@ -229,7 +221,7 @@ func (q *TimerQueue) Stats() TimerStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	o := &w.owners[id]
-	return TimerStats{Pending: o.refs - o.expired, Expired: o.expired, Fired: o.fired, Cancelled: o.cancels}
+	return TimerStats{Pending: o.refs, Expired: o.expired.len(), Fired: o.fired, Cancelled: o.cancels}
 }
 
 // Len returns the number of deadlines pending or expired and not yet taken.
@@ -268,53 +260,84 @@ func (w *wheel) newOwner(q *TimerQueue) (uint16, error) {
 	}
 	for id := 1; id < len(w.owners); id++ {
 		if o := &w.owners[id]; o.closed && o.refs == 0 {
-			*o = wheelOwner{q: q, head: noEntry, tail: noEntry}
+			*o = wheelOwner{q: q, res: q.res}
 			return uint16(id), nil
 		}
 	}
-	if len(w.owners) > whereExpired-1 {
-		return 0, wrapf(ErrInvalidArgument, "more than %d TimerQueues on one Poll", whereExpired-2)
+	if len(w.owners) >= maxOwners {
+		return 0, wrapf(ErrInvalidArgument, "more than %d TimerQueues on one Poll", maxOwners-1)
 	}
-	w.owners = append(w.owners, wheelOwner{q: q, head: noEntry, tail: noEntry})
+	w.owners = append(w.owners, wheelOwner{q: q, res: q.res})
 	return uint16(len(w.owners) - 1), nil
 }
 
-// closeOwner frees the owner's expired entries; its pending ones are freed
-// as they come up in the wheel (expire), and the id is reused once none is
-// left.
+// closeOwner drops the owner's expired keys; its pending entries are
+// freed as they come up in the wheel (expire), and the id is reused once
+// none is left.
 func (w *wheel) closeOwner(id uint16) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	o := &w.owners[id]
-	for idx := o.head; idx != noEntry; {
-		next := w.entries.Get(uint32(idx)).next
-		w.freeEntry(idx)
-		idx = next
-	}
-	o.closeLocked()
+	w.owners[id].closeLocked()
 }
 
 func (o *wheelOwner) closeLocked() {
-	o.closed, o.head, o.tail, o.expired = true, noEntry, noEntry, 0
+	o.closed = true
+	o.expired = keyRing{}
 }
 
-// toExpired appends an entry that came due to its owner's expired list
-// (expire sorts them by deadline first). mu held.
+// toExpired frees an entry that came due and appends its key to its
+// owner's expired ring (expire hands them over in deadline order). mu
+// held.
 func (w *wheel) toExpired(idx int32, e *wheelEntry) {
 	o := &w.owners[e.owner]
-	e.where, e.next, e.prev = whereExpired, noEntry, noEntry
-	if o.tail == noEntry {
-		o.head = idx
-	} else {
-		w.entries.Get(uint32(o.tail)).next = idx
-	}
-	o.tail = idx
-	if o.expired == 0 {
+	if o.expired.len() == 0 {
 		w.notified = append(w.notified, e.owner)
 	}
-	o.expired++
+	o.expired.push(e.key)
 	o.fired++
+	w.freeEntry(idx)
 }
 
-// notify makes the owner's queue readable. mu held (see Next).
+// notify makes the owner's queue readable. mu held (see takeExpired).
 func (o *wheelOwner) notify() { _ = o.q.set.n.set(Readable) }
+
+// keyRing is a FIFO of keys, grown by doubling, that gives its memory back
+// once it is empty and large (trim).
+type keyRing struct {
+	buf  []uint64
+	head int
+	n    int
+}
+
+func (r *keyRing) len() int { return r.n }
+
+func (r *keyRing) push(k uint64) {
+	if r.n == len(r.buf) {
+		buf := make([]uint64, max(16, 2*len(r.buf)))
+		for i := range r.n {
+			buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+		}
+		r.buf, r.head = buf, 0
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = k
+	r.n++
+}
+
+func (r *keyRing) pop() (uint64, bool) {
+	if r.n == 0 {
+		return 0, false
+	}
+	k := r.buf[r.head]
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return k, true
+}
+
+// keyRingKeep is the largest ring kept while it is empty.
+const keyRingKeep = 1024
+
+func (r *keyRing) trim() {
+	if r.n == 0 && len(r.buf) > keyRingKeep {
+		*r = keyRing{}
+	}
+}

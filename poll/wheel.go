@@ -42,8 +42,9 @@ import (
 // gives its memory back after a burst.
 //
 // Invariants (all under mu):
-//  1. An entry is in exactly one place: one slot list (where names it), or
-//     its owner's expired list (whereExpired), or free.
+//  1. An entry is in exactly one slot list (where names it) or free. When
+//     it fires it is freed (a TimerQueue's key joins its expired ring), so
+//     a stale id names nothing from then on.
 //  2. Bit s of levels[l].occupied is set iff slot s of level l has a list.
 //  3. Every entry in the slot lists is due after cur, and sits in the slot
 //     that levelFor and slotFor give for its due tick relative to cur (cur
@@ -79,7 +80,7 @@ type wheel struct {
 	nodes   slab.Slab[*regNode] // delay owner: the Registration of each key
 
 	// Consumer scratch, reused.
-	due      []int32      // entries that came due in one expire, sorted by deadline
+	due      []dueEntry   // entries that came due in one expire, sorted by deadline
 	fired    []firedDelay // delays to fire once mu is released
 	notified []uint16     // owners whose readiness expire set
 
@@ -99,15 +100,24 @@ type wheelEntry struct {
 	next     int32  // next in its list, -1 at the end
 	prev     int32  // previous in its slot list, -1 at the head
 	gen      uint32 // see invariant 6
-	where    uint16 // slot (l*slots+s), or whereExpired
+	where    uint16 // its slot: l*slots+s
 	owner    uint16
 }
 
 const (
-	whereExpired = math.MaxUint16
-	ownerDelays  = 0
-	noEntry      = -1
+	ownerDelays = 0
+	maxOwners   = math.MaxUint16
+	noEntry     = -1
 )
+
+// dueEntry is an entry that came due, with what sorting needs, so that the
+// sort does not touch the entries themselves (they are scattered in
+// memory).
+type dueEntry struct {
+	deadline int64
+	gen      uint32
+	idx      int32
+}
 
 // wheelID names one entry. The zero wheelID names none.
 type wheelID struct{ idx, gen uint32 }
@@ -140,23 +150,13 @@ func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 func (w *wheel) now() int64 { return int64(time.Since(w.origin) / w.tick) }
 
 // deadlineAfter is the deadline d from now, in nanoseconds since origin,
-// saturated rather than wrapped, and rounded up to a multiple of res when
-// res is more than a tick.
-func (w *wheel) deadlineAfter(d, res time.Duration) int64 {
+// saturated rather than wrapped.
+func (w *wheel) deadlineAfter(d time.Duration) int64 {
 	at := time.Since(w.origin)
 	if d > math.MaxInt64-at {
 		return math.MaxInt64
 	}
-	at += d
-	if res > w.tick {
-		if r := at % res; r != 0 {
-			if at > math.MaxInt64-(res-r) {
-				return math.MaxInt64
-			}
-			at += res - r
-		}
-	}
-	return int64(at)
+	return int64(at + d)
 }
 
 // dueTick is the tick at which a deadline is due: ceil(deadline/tick).
@@ -167,6 +167,23 @@ func (w *wheel) dueTick(deadline int64) int64 {
 		due++
 	}
 	return due
+}
+
+// dueOf is the tick at which entry e fires: its deadline rounded up to its
+// owner's resolution, when that is coarser than a tick, and then to a
+// tick. The entry keeps its exact deadline, which orders the entries that
+// fire together.
+func (w *wheel) dueOf(e *wheelEntry) int64 {
+	deadline := e.deadline
+	if res := int64(w.owners[e.owner].res); res > int64(w.tick) {
+		if r := deadline % res; r != 0 {
+			if deadline > math.MaxInt64-(res-r) {
+				return w.dueTick(math.MaxInt64)
+			}
+			deadline += res - r
+		}
+	}
+	return w.dueTick(deadline)
 }
 
 // levelFor is the level an entry due at tick due sits in, relative to cur.
@@ -234,7 +251,7 @@ func (w *wheel) lookup(id wheelID) (int32, *wheelEntry, bool) {
 // insert puts entry idx in its slot and returns the tick at which that
 // slot starts: when the consumer must look at it. mu held.
 func (w *wheel) insert(idx int32, e *wheelEntry) int64 {
-	due := max(w.dueTick(e.deadline), w.cur+1)
+	due := max(w.dueOf(e), w.cur+1)
 	l := w.levelFor(due)
 	s := w.slotFor(due, l)
 	pos := int64(l)*w.slots + s
@@ -338,8 +355,8 @@ func (w *wheel) expire() {
 			switch {
 			case w.owners[e.owner].closed:
 				w.freeEntry(idx)
-			case w.dueTick(e.deadline) <= w.cur:
-				w.due = append(w.due, idx)
+			case w.dueOf(e) <= w.cur:
+				w.due = append(w.due, dueEntry{e.deadline, e.gen, idx})
 			default:
 				w.insert(idx, e)
 			}
@@ -364,15 +381,15 @@ func (w *wheel) fireDue() {
 	if len(w.due) == 0 {
 		return
 	}
-	slices.SortFunc(w.due, func(a, b int32) int {
-		ea, eb := w.entries.Get(uint32(a)), w.entries.Get(uint32(b))
-		if c := cmp.Compare(ea.deadline, eb.deadline); c != 0 {
+	slices.SortFunc(w.due, func(a, b dueEntry) int {
+		if c := cmp.Compare(a.deadline, b.deadline); c != 0 {
 			return c
 		}
-		return cmp.Compare(ea.gen, eb.gen) // scheduled first, first out
+		return cmp.Compare(a.gen, b.gen) // scheduled first, first out
 	})
 	w.expired.Add(uint64(len(w.due)))
-	for _, idx := range w.due {
+	for _, d := range w.due {
+		idx := d.idx
 		e := w.entries.Get(uint32(idx))
 		if e.owner == ownerDelays {
 			w.fireDelay(idx, e)

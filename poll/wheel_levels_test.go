@@ -35,8 +35,7 @@ func (w *wheel) checkInvariants(t require.TestingT) {
 				e := w.entries.Get(uint32(idx))
 				require.Equal(t, prev, e.prev, "entry %d: prev link", idx)
 				require.Equal(t, uint16(pos), e.where, "entry %d: where", idx)
-				due := max(w.dueTick(e.deadline), w.cur+1)
-				require.Greater(t, w.dueTick(e.deadline), w.cur-1, "entry %d due %d but cur is %d: overdue in a slot", idx, due, w.cur)
+				due := max(w.dueOf(e), w.cur+1)
 				require.Equal(t, l, w.levelFor(due), "entry %d (due %d, cur %d) in the wrong level", idx, due, w.cur)
 				require.Equal(t, s, w.slotFor(due, l), "entry %d (due %d) in the wrong slot", idx, due)
 				n++
@@ -59,7 +58,8 @@ func TestWheelLevelsModel(t *testing.T) {
 		tick := time.Millisecond
 		var w wheel
 		w.init(tick, slots, func() {})
-		q := NewTimerQueue(0)
+		res := rapid.SampledFrom([]time.Duration{0, 3 * time.Millisecond, 10 * time.Millisecond}).Draw(t, "resolution")
+		q := NewTimerQueue(res)
 		id, err := w.newOwner(q)
 		require.NoError(t, err)
 		q.id.Store(uint32(id))
@@ -74,16 +74,11 @@ func TestWheelLevelsModel(t *testing.T) {
 		take := func(t *rapid.T) {
 			var last int64 = math.MinInt64
 			for {
-				w.mu.Lock()
-				var dl int64
-				if h := w.owners[id].head; h != noEntry {
-					dl = w.entries.Get(uint32(h)).deadline
-				}
-				w.mu.Unlock()
 				key, ok := w.takeExpired(id)
 				if !ok {
 					break
 				}
+				dl := live[key].deadline
 				if !passed[key] {
 					t.Fatalf("key %d handed out but the model has it not passed", key)
 				}
@@ -109,7 +104,7 @@ func TestWheelLevelsModel(t *testing.T) {
 					d = math.MaxInt64 // saturates
 				}
 				w.mu.Lock()
-				dl := w.deadlineAfter(d, 0)
+				dl := w.deadlineAfter(d)
 				eid, _ := w.schedule(id, nextKey, dl)
 				w.mu.Unlock()
 				live[nextKey] = pending{TimerID{eid}, dl}
@@ -156,19 +151,20 @@ func TestWheelLevelsModel(t *testing.T) {
 				w.expire()
 				w.mu.Lock()
 				cur := w.cur
-				for idx := w.owners[id].head; idx != noEntry; {
-					e := w.entries.Get(uint32(idx))
-					if w.dueTick(e.deadline) > cur {
+				r := &w.owners[id].expired
+				for i := range r.n {
+					k := r.buf[(r.head+i)&(len(r.buf)-1)]
+					if due := w.dueOf(&wheelEntry{deadline: live[k].deadline, owner: id}); due > cur {
 						w.mu.Unlock()
-						t.Fatalf("key %d passed at tick %d, before its due tick %d", e.key, cur, w.dueTick(e.deadline))
+						t.Fatalf("key %d passed at tick %d, before its due tick %d", k, cur, due)
 					}
-					passed[e.key] = true
-					idx = e.next
+					passed[k] = true
 				}
 				w.mu.Unlock()
 				for k, p := range live {
-					if !passed[k] && w.dueTick(p.deadline) <= cur {
-						t.Fatalf("key %d due at tick %d has not passed at tick %d", k, w.dueTick(p.deadline), cur)
+					due := w.dueOf(&wheelEntry{deadline: p.deadline, owner: id})
+					if !passed[k] && due <= cur {
+						t.Fatalf("key %d due at tick %d has not passed at tick %d", k, due, cur)
 					}
 				}
 				take(t)
@@ -178,8 +174,8 @@ func TestWheelLevelsModel(t *testing.T) {
 				defer w.mu.Unlock()
 				w.checkInvariants(t)
 				o := &w.owners[id]
-				if got, want := o.refs, len(live); got != want {
-					t.Fatalf("owner holds %d entries, model %d", got, want)
+				if got, want := o.refs+o.expired.len(), len(live); got != want {
+					t.Fatalf("owner holds %d entries and %d expired keys, model %d", o.refs, o.expired.len(), want)
 				}
 			},
 		})
@@ -198,17 +194,17 @@ func TestWheelTickCostIsWhatExpires(t *testing.T) {
 	w.mu.Lock()
 	const far, near = 1_000_000, 100
 	for i := range far {
-		w.schedule(id, uint64(i), w.deadlineAfter(time.Hour+time.Duration(i)*time.Microsecond, 0))
+		w.schedule(id, uint64(i), w.deadlineAfter(time.Hour+time.Duration(i)*time.Microsecond))
 	}
 	for i := range near {
-		w.schedule(id, uint64(far+i), w.deadlineAfter(time.Duration(i+1)*time.Millisecond, 0))
+		w.schedule(id, uint64(far+i), w.deadlineAfter(time.Duration(i+1)*time.Millisecond))
 	}
 	w.mu.Unlock()
 	for range near + 1 {
 		w.advance(time.Millisecond)
 		w.expire()
 	}
-	require.Equal(t, near, w.owners[id].expired, "the near deadlines passed")
+	require.Equal(t, near, w.owners[id].expired.len(), "the near deadlines passed")
 	require.Equal(t, int64(far), w.count.Load(), "the far ones are all still pending")
 	// Each near deadline is taken from a slot once or twice (level 1, then
 	// level 0); a wheel that walked its pending entries would take them a

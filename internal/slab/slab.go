@@ -25,25 +25,31 @@ const (
 
 // Slab holds records of type E. The zero Slab is empty and ready to use.
 //
+// A chunk's records are one allocation of exactly ChunkSize records, so
+// that it fills the allocator's size class (a chunk of 32-byte records is
+// four 8 KiB pages); the free bitmap and counts of each chunk live apart,
+// in meta.
+//
 // Invariants:
-//   - chunks[c] is nil or holds used records, and used counts them all.
+//   - chunks[c] is nil or holds used records, meta[c].used of them, and
+//     used counts them all.
 //   - Bit c of open is set iff chunk c can take a record: it is nil (and
 //     c < len(chunks)) or it has a free record.
-//   - In a chunk, bit i of free is set iff record i is free; a free record
+//   - In meta[c].free, bit i is set iff record i is free; a free record
 //     holds the zero E, so it pins nothing for the garbage collector.
-//   - chunks has no nil chunk at its end.
+//   - chunks has no nil chunk at its end; len(meta) == len(chunks).
 type Slab[E any] struct {
-	chunks []*chunk[E]
+	chunks []*[ChunkSize]E
+	meta   []chunkMeta
 	open   []uint64
 	used   int
-	spare  *chunk[E]
+	spare  *[ChunkSize]E
 }
 
-type chunk[E any] struct {
-	items [ChunkSize]E
-	free  [chunkWords]uint64
-	used  int
-	hint  int // the lowest word of free that may have a set bit
+type chunkMeta struct {
+	free [chunkWords]uint64
+	used int
+	hint int // the lowest word of free that may have a set bit
 }
 
 // Len returns the number of records in use.
@@ -66,32 +72,36 @@ func (s *Slab[E]) Alloc() (uint32, *E) {
 	ci := s.firstOpen()
 	if ci == len(s.chunks) {
 		s.chunks = append(s.chunks, nil)
+		s.meta = append(s.meta, chunkMeta{})
 		s.setOpen(ci, true)
 	}
-	c := s.chunks[ci]
-	if c == nil {
-		c = s.newChunk()
-		s.chunks[ci] = c
+	m := &s.meta[ci]
+	if s.chunks[ci] == nil {
+		s.chunks[ci] = s.newChunk()
+		for i := range m.free {
+			m.free[i] = ^uint64(0)
+		}
+		m.used, m.hint = 0, 0
 	}
-	w := c.hint
-	for c.free[w] == 0 {
+	w := m.hint
+	for m.free[w] == 0 {
 		w++
 	}
-	c.hint = w
-	b := bits.TrailingZeros64(c.free[w])
-	c.free[w] &^= 1 << b
-	c.used++
+	m.hint = w
+	b := bits.TrailingZeros64(m.free[w])
+	m.free[w] &^= 1 << b
+	m.used++
 	s.used++
-	if c.used == ChunkSize {
+	if m.used == ChunkSize {
 		s.setOpen(ci, false)
 	}
 	i := w<<6 | b
-	return uint32(ci<<chunkBits | i), &c.items[i]
+	return uint32(ci<<chunkBits | i), &s.chunks[ci][i]
 }
 
 // Get returns the address of record idx, which must be in use.
 func (s *Slab[E]) Get(idx uint32) *E {
-	return &s.chunks[idx>>chunkBits].items[idx&chunkMask]
+	return &s.chunks[idx>>chunkBits][idx&chunkMask]
 }
 
 // Valid reports whether idx names a record in use.
@@ -101,23 +111,23 @@ func (s *Slab[E]) Valid(idx uint32) bool {
 		return false
 	}
 	i := idx & chunkMask
-	return s.chunks[ci].free[i>>6]&(1<<(i&63)) == 0
+	return s.meta[ci].free[i>>6]&(1<<(i&63)) == 0
 }
 
 // Free returns record idx, which must be in use, to the slab and clears
 // it.
 func (s *Slab[E]) Free(idx uint32) {
 	ci := int(idx >> chunkBits)
-	c := s.chunks[ci]
 	i := int(idx & chunkMask)
 	var zero E
-	c.items[i] = zero
-	c.free[i>>6] |= 1 << (i & 63)
-	c.hint = min(c.hint, i>>6)
-	c.used--
+	s.chunks[ci][i] = zero
+	m := &s.meta[ci]
+	m.free[i>>6] |= 1 << (i & 63)
+	m.hint = min(m.hint, i>>6)
+	m.used--
 	s.used--
 	s.setOpen(ci, true)
-	if c.used == 0 {
+	if m.used == 0 {
 		s.release(ci)
 	}
 }
@@ -128,32 +138,29 @@ func (s *Slab[E]) Reset() { *s = Slab[E]{} }
 // release gives chunk ci's memory back: to the spare, or to the garbage
 // collector if there is a spare already.
 func (s *Slab[E]) release(ci int) {
-	c := s.chunks[ci]
-	s.chunks[ci] = nil
 	if s.spare == nil {
-		s.spare = c // still clear: every record is free
+		s.spare = s.chunks[ci] // every record is clear already
 	}
+	s.chunks[ci] = nil
 	for len(s.chunks) > 0 && s.chunks[len(s.chunks)-1] == nil {
 		last := len(s.chunks) - 1
 		s.setOpen(last, false)
 		s.chunks = s.chunks[:last]
+		s.meta = s.meta[:last]
 	}
 	if len(s.chunks) < cap(s.chunks)/4 {
-		s.chunks = append([]*chunk[E](nil), s.chunks...)
+		s.chunks = append([]*[ChunkSize]E(nil), s.chunks...)
+		s.meta = append([]chunkMeta(nil), s.meta...)
 		s.open = append([]uint64(nil), s.open[:(len(s.chunks)+63)/64]...)
 	}
 }
 
-func (s *Slab[E]) newChunk() *chunk[E] {
+func (s *Slab[E]) newChunk() *[ChunkSize]E {
 	if c := s.spare; c != nil {
 		s.spare = nil
 		return c
 	}
-	c := new(chunk[E])
-	for i := range c.free {
-		c.free[i] = ^uint64(0)
-	}
-	return c
+	return new([ChunkSize]E)
 }
 
 // firstOpen returns the lowest chunk that can take a record, or

@@ -1,0 +1,37 @@
+// Package timer is a queue of timeouts carrying values, on the Poll's own
+// timing wheel: a program waits for timers, sockets, channels and every
+// other source with one Poll call, with no goroutine and no OS timer per
+// timeout.
+//
+// A Timer[T] is a poll.Evented: registered with a Poll for Readable, it is
+// reported when a timeout has expired, and Poll (the method) hands out the
+// expired values in deadline order. Set and Cancel may be called from any
+// goroutine.
+//
+//   - Make one: New, with the options Tick (resolution) and Capacity.
+//   - Schedule and cancel: Set, Cancel; a Timeout handle stays safe after
+//     its timeout fired or was cancelled.
+//   - Take what expired: Poll, Drain; Len and Stats count.
+//   - Release: Close.
+//
+// Every Timer registered with one Poll lives in that Poll's one
+// hierarchical timing wheel (with the Poll's delayed readiness), so a
+// tick costs what expires, not what is pending, and a million pending
+// timeouts cost about 40 bytes each beyond their values.
+//
+// A typical loop:
+//
+//	t, _ := timer.New[string]()
+//	_ = p.Register(t, tok, poll.Readable, poll.Edge)
+//	_, _ = t.Set(50*time.Millisecond, "retry")
+//	for {
+//		_, _ = p.Poll(events, -1)
+//		for ev := range events.All() {
+//			if ev.Token == tok {
+//				for v := range t.Drain() { // Edge: take all, the next expiry makes a new event
+//					handle(v)
+//				}
+//			}
+//		}
+//	}
+package timer

@@ -1,0 +1,98 @@
+package timer
+
+// Helpers for this package's tests. Polls are real: poll.New, so the
+// backend is the one UNIPOLL_BACKEND names (CI runs the suite with epoll and
+// with poll). Waiting is for a condition with a deadline, never time.Sleep;
+// a short Poll timeout (noEventWait) is how a test asserts that nothing is
+// reported.
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+const (
+	noEventWait = 20 * time.Millisecond
+	eventWait   = 5 * time.Second
+	tok         = poll.Token(7)
+)
+
+// lateSlack is the scheduling noise allowed on top of one tick: 100ms on a
+// machine that is not overloaded, more in proportion to the load average
+// per core when it is (a goroutine waiting for a core is not the timer's
+// lateness).
+var lateSlack = 100 * time.Millisecond * time.Duration(max(1, loadPerCPU()))
+
+func loadPerCPU() int {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return 1
+	}
+	return int(math.Ceil(load / float64(runtime.NumCPU())))
+}
+
+// newPoll opens a Poll closed at the test's cleanup.
+func newPoll(t testing.TB) *poll.Poll {
+	t.Helper()
+	p, err := poll.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// newTimer makes a Timer registered with p under tok, closed at cleanup.
+func newTimer[T any](t testing.TB, p *poll.Poll, opts poll.PollOpt, o ...Option) *Timer[T] {
+	t.Helper()
+	tm, err := New[T](o...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	require.NoError(t, p.Register(tm, tok, poll.Readable, opts))
+	return tm
+}
+
+// pollOnce makes one Poll call and returns whether tok was reported; it
+// fails on another token, or on tok reported twice (rule 1).
+func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) bool {
+	t.Helper()
+	ev := poll.NewEvents(8)
+	_, err := p.Poll(ev, timeout)
+	require.NoError(t, err)
+	n := 0
+	for e := range ev.All() {
+		require.Equal(t, tok, e.Token)
+		require.Equal(t, poll.Readable, e.Ready)
+		n++
+	}
+	require.LessOrEqual(t, n, 1, "token reported twice in one Poll call")
+	return n == 1
+}
+
+// waitEvent polls until tok is reported; it fails after eventWait.
+func waitEvent(t testing.TB, p *poll.Poll) {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for time.Now().Before(deadline) {
+		if pollOnce(t, p, time.Until(deadline)) {
+			return
+		}
+	}
+	t.Fatalf("timer not reported within %v", eventWait)
+}
+
+// requireNoEvent asserts that a Poll call of noEventWait reports nothing.
+func requireNoEvent(t testing.TB, p *poll.Poll) {
+	t.Helper()
+	require.False(t, pollOnce(t, p, noEventWait), "timer reported")
+}

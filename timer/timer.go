@@ -1,0 +1,233 @@
+package timer
+
+import (
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/unipoll/unipoll/internal/slab"
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Timer is a queue of timeouts carrying values of type T. It is a
+// poll.Evented: registered with Readable interest it is reported, as the
+// poll contract says for each mode, while expired values wait to be taken:
+//
+//   - Level: on every Poll call while Poll (the method) has a value to
+//     return.
+//   - Edge: once each time the Timer becomes readable, that is when a
+//     timeout expires after Poll last returned false. A consumer
+//     registered with Edge therefore takes values until Poll returns false
+//     (Drain does) before it polls again.
+//   - Oneshot: as either, then disarmed until Reregister, which reports
+//     the Timer at once if values are waiting.
+//
+// A Timer is bound to the first Poll it is registered with, and Set needs
+// it registered (ErrNotRegistered before). Timeouts keep expiring while it
+// is deregistered; registering it again reports them.
+//
+// Set, Cancel, Poll, Drain, Len and Stats may be called from any
+// goroutine.
+//
+// The zero Timer is not usable: its methods return an error wrapping
+// ErrInvalidArgument (or false, or 0). Make one with New.
+type Timer[T any] struct {
+	q        *poll.TimerQueue
+	capacity int
+
+	// mu guards vals and closed. Lock order: mu, then the Poll's wheel
+	// (TimerQueue.Add under mu); the other paths take them one after the
+	// other, never the wheel and then mu.
+	mu     sync.Mutex
+	vals   slab.Slab[T] // values by key; the key travels in the wheel entry
+	closed bool
+}
+
+// Timeout names one timeout of a Timer, for Cancel. It stays safe to use
+// after the timeout expired or was cancelled, and after its place in the
+// wheel was reused: it then names nothing. The zero Timeout names nothing.
+type Timeout struct{ id poll.TimerID }
+
+// Stats are a Timer's counters.
+type Stats struct {
+	// Pending is the number of timeouts not yet expired.
+	Pending int
+	// Expired is the number of expired values not yet taken by Poll.
+	Expired int
+	// Fired is the number of timeouts that have expired since the Timer
+	// was registered.
+	Fired uint64
+	// Cancelled is the number of timeouts cancelled before they expired.
+	Cancelled uint64
+}
+
+var _ poll.Evented = (*Timer[int])(nil)
+
+// New returns a Timer configured by opts.
+func New[T any](opts ...Option) (*Timer[T], error) {
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	return &Timer[T]{q: poll.NewTimerQueue(c.tick), capacity: c.capacity}, nil
+}
+
+func (t *Timer[T]) check() error {
+	if t == nil || t.q == nil {
+		return errZero
+	}
+	return nil
+}
+
+// Register implements poll.Evented. Users call Poll.Register.
+func (t *Timer[T]) Register(p *poll.Poll, tok poll.Token, interest poll.Ready, opts poll.PollOpt) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	return t.q.Register(p, tok, interest, opts)
+}
+
+// Reregister implements poll.Evented. Users call Poll.Reregister.
+func (t *Timer[T]) Reregister(p *poll.Poll, tok poll.Token, interest poll.Ready, opts poll.PollOpt) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	return t.q.Reregister(p, tok, interest, opts)
+}
+
+// Deregister implements poll.Evented. Users call Poll.Deregister.
+func (t *Timer[T]) Deregister(p *poll.Poll) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	return t.q.Deregister(p)
+}
+
+// Set schedules v to expire d from now: never earlier, and at most one
+// tick of the Poll's wheel later (or of the Timer's Tick, if coarser). It
+// returns the Timeout that names it, or ErrInvalidArgument for a negative
+// d, ErrFull past the Timer's Capacity, ErrNotRegistered before the Timer
+// was first registered, ErrClosed once the Timer or its Poll is closed.
+func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
+	if err := t.check(); err != nil {
+		return Timeout{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return Timeout{}, ErrClosed
+	}
+	if t.capacity > 0 && t.vals.Len() >= t.capacity {
+		return Timeout{}, ErrFull
+	}
+	k, p := t.vals.Alloc()
+	*p = v
+	id, err := t.q.Add(d, uint64(k))
+	if err != nil {
+		t.vals.Free(k)
+		return Timeout{}, err
+	}
+	return Timeout{id}, nil
+}
+
+// Cancel stops the timeout to from expiring and returns its value. It
+// returns false if the timeout has expired already (even if its value has
+// not been taken yet: Poll returns it), was cancelled already, or belongs
+// to another Timer; it never cancels another timeout.
+func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
+	var zero T
+	if t.check() != nil {
+		return zero, false
+	}
+	k, ok := t.q.Remove(to.id)
+	if !ok {
+		return zero, false
+	}
+	return t.take(k)
+}
+
+// Poll takes the next expired value, the one whose deadline is the
+// earliest, or returns false if none has expired. (It is named after
+// mio-extras' Timer::poll; it does not block.)
+func (t *Timer[T]) Poll() (T, bool) {
+	var zero T
+	if t.check() != nil {
+		return zero, false
+	}
+	k, ok := t.q.Next()
+	if !ok {
+		return zero, false
+	}
+	return t.take(k)
+}
+
+// take removes value k, which the wheel has handed to this caller alone.
+func (t *Timer[T]) take(k uint64) (T, bool) {
+	var zero T
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return zero, false
+	}
+	v := *t.vals.Get(uint32(k))
+	t.vals.Free(uint32(k))
+	return v, true
+}
+
+// Drain returns an iterator over the values that have expired, in deadline
+// order: it calls Poll until Poll returns false.
+func (t *Timer[T]) Drain() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for {
+			v, ok := t.Poll()
+			if !ok || !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// Len returns the number of timeouts the Timer holds: pending, or expired
+// and not yet taken.
+func (t *Timer[T]) Len() int {
+	if t.check() != nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0
+	}
+	return t.vals.Len()
+}
+
+// Stats returns the Timer's counters (zero before it is registered).
+func (t *Timer[T]) Stats() Stats {
+	if t.check() != nil {
+		return Stats{}
+	}
+	s := t.q.Stats()
+	return Stats{Pending: s.Pending, Expired: s.Expired, Fired: s.Fired, Cancelled: s.Cancelled}
+}
+
+// Close cancels every timeout, drops every value and releases the Timer:
+// once it returns, no Poll call started afterwards reports it, and Set
+// returns ErrClosed. Closing twice returns ErrClosed.
+func (t *Timer[T]) Close() error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.closed = true
+	t.vals.Reset()
+	return t.q.Close()
+}
