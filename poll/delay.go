@@ -39,7 +39,7 @@ func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
 // delay schedules n's delayed readiness r after d, replacing any pending
 // one.
 func (w *wheel) delay(n *regNode, r Ready, d time.Duration) error {
-	deadline := w.deadlineAfter(d)
+	deadline, now := w.deadlineAfter(d)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -48,7 +48,7 @@ func (w *wheel) delay(n *regNode, r Ready, d time.Duration) error {
 	w.cancelDelayLocked(n)
 	key, slot := w.nodes.Alloc()
 	*slot = n
-	id, wake := w.schedule(ownerDelays, uint64(key), deadline)
+	id, wake := w.schedule(ownerDelays, uint64(key), deadline, now)
 	n.delayID, n.delayed = id, r
 	n.hasDelay.Store(true)
 	w.mu.Unlock()
@@ -83,7 +83,7 @@ func (w *wheel) cancelDelayLocked(n *regNode) {
 		w.unlink(idx, e)
 		w.nodes.Free(uint32(e.key))
 		w.freeEntry(idx)
-		w.cancelled.Add(1)
+		w.cancelled++
 	}
 	n.delayID, n.delayed = wheelID{}, 0
 	n.hasDelay.Store(false)

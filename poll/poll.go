@@ -180,6 +180,9 @@ func (p *Poll) Stats() Stats {
 	}
 	s := &p.stats
 	c := p.sel.Counters()
+	p.wheel.mu.Lock()
+	fired, cancelled := p.wheel.expired, p.wheel.cancelled
+	p.wheel.mu.Unlock()
 	return Stats{
 		Polls:           s.polls.Load(),
 		Selects:         s.selects.Load(),
@@ -187,8 +190,8 @@ func (p *Poll) Stats() Stats {
 		UserEvents:      s.userEvents.Load(),
 		KernelWaits:     c.Waits,
 		TimersPending:   uint64(p.wheel.count.Load()),
-		TimersFired:     p.wheel.expired.Load(),
-		TimersCancelled: p.wheel.cancelled.Load(),
+		TimersFired:     fired,
+		TimersCancelled: cancelled,
 		WakerWrites:     c.WakerWrites,
 		EmptyWakeups:    s.emptyWakeups.Load(),
 		TimedWakeups:    s.timedWakeups.Load(),

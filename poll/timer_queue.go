@@ -142,13 +142,13 @@ func (q *TimerQueue) Add(d time.Duration, key uint64) (TimerID, error) {
 	if err != nil {
 		return TimerID{}, err
 	}
-	deadline := w.deadlineAfter(d)
+	deadline, now := w.deadlineAfter(d)
 	w.mu.Lock()
 	if w.closed || w.owners[id].closed {
 		w.mu.Unlock()
 		return TimerID{}, ErrClosed
 	}
-	eid, wake := w.schedule(id, key, deadline)
+	eid, wake := w.schedule(id, key, deadline, now)
 	w.mu.Unlock()
 	if wake {
 		w.wake()
@@ -189,7 +189,7 @@ func (w *wheel) remove(owner uint16, eid wheelID) (key uint64, ok bool) {
 	key = e.key
 	w.unlink(idx, e)
 	w.freeEntry(idx)
-	w.cancelled.Add(1)
+	w.cancelled++
 	w.owners[owner].cancels++
 	return key, true
 }

@@ -85,8 +85,8 @@ type wheel struct {
 	notified []uint16     // owners whose readiness expire set
 
 	// Totals for Stats.
-	scheduled, expired, cancelled atomic.Uint64
-	taken                         uint64 // entries expire took from slots (tests)
+	expired, cancelled uint64
+	taken              uint64 // entries expire took from slots (tests)
 }
 
 type wheelLevel struct {
@@ -150,13 +150,15 @@ func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 func (w *wheel) now() int64 { return int64(time.Since(w.origin) / w.tick) }
 
 // deadlineAfter is the deadline d from now, in nanoseconds since origin,
-// saturated rather than wrapped.
-func (w *wheel) deadlineAfter(d time.Duration) int64 {
+// saturated rather than wrapped, and the current tick (from the same
+// reading of the clock: one reading per deadline).
+func (w *wheel) deadlineAfter(d time.Duration) (deadline, now int64) {
 	at := time.Since(w.origin)
+	now = int64(at / w.tick)
 	if d > math.MaxInt64-at {
-		return math.MaxInt64
+		return math.MaxInt64, now
 	}
-	return int64(at + d)
+	return int64(at + d), now
 }
 
 // dueTick is the tick at which a deadline is due: ceil(deadline/tick).
@@ -287,15 +289,15 @@ func (w *wheel) unlink(idx int32, e *wheelEntry) {
 }
 
 // schedule inserts a new entry and wakes a consumer sleeping past its
-// slot's start (invariant 5). mu held; it returns whether to wake, which
-// the caller does once mu is released.
-func (w *wheel) schedule(owner uint16, key uint64, deadline int64) (wheelID, bool) {
-	if w.count.Load() == 0 && w.cur < w.now() {
-		w.cur = w.now() // nothing placed relative to the old cur: catch up for free
+// slot's start (invariant 5). now is the current tick, read with the
+// deadline. mu held; it returns whether to wake, which the caller does once
+// mu is released.
+func (w *wheel) schedule(owner uint16, key uint64, deadline, now int64) (wheelID, bool) {
+	if w.count.Load() == 0 && w.cur < now {
+		w.cur = now // nothing placed relative to the old cur: catch up for free
 	}
 	idx, e := w.newEntry(owner, key, deadline)
 	start := w.insert(idx, e)
-	w.scheduled.Add(1)
 	wake := w.sleeping && start < w.sleepDue
 	if wake {
 		w.sleeping = false
@@ -387,7 +389,7 @@ func (w *wheel) fireDue() {
 		}
 		return cmp.Compare(a.gen, b.gen) // scheduled first, first out
 	})
-	w.expired.Add(uint64(len(w.due)))
+	w.expired += uint64(len(w.due))
 	for _, d := range w.due {
 		idx := d.idx
 		e := w.entries.Get(uint32(idx))

@@ -33,7 +33,8 @@ func BenchmarkWheelExpire(b *testing.B) {
 				rng := rand.New(rand.NewPCG(1, uint64(n)))
 				w.mu.Lock()
 				for i := range n {
-					w.schedule(id, uint64(i), w.deadlineAfter(time.Duration(rng.Int64N(int64(60*time.Second)))))
+					dl, now := w.deadlineAfter(time.Duration(rng.Int64N(int64(60 * time.Second))))
+					w.schedule(id, uint64(i), dl, now)
 				}
 				w.mu.Unlock()
 				start := time.Now()

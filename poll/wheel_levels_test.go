@@ -104,8 +104,8 @@ func TestWheelLevelsModel(t *testing.T) {
 					d = math.MaxInt64 // saturates
 				}
 				w.mu.Lock()
-				dl := w.deadlineAfter(d)
-				eid, _ := w.schedule(id, nextKey, dl)
+				dl, now := w.deadlineAfter(d)
+				eid, _ := w.schedule(id, nextKey, dl, now)
 				w.mu.Unlock()
 				live[nextKey] = pending{TimerID{eid}, dl}
 				nextKey++
@@ -194,10 +194,12 @@ func TestWheelTickCostIsWhatExpires(t *testing.T) {
 	w.mu.Lock()
 	const far, near = 1_000_000, 100
 	for i := range far {
-		w.schedule(id, uint64(i), w.deadlineAfter(time.Hour+time.Duration(i)*time.Microsecond))
+		dl, now := w.deadlineAfter(time.Hour + time.Duration(i)*time.Microsecond)
+		w.schedule(id, uint64(i), dl, now)
 	}
 	for i := range near {
-		w.schedule(id, uint64(far+i), w.deadlineAfter(time.Duration(i+1)*time.Millisecond))
+		dl, now := w.deadlineAfter(time.Duration(i+1) * time.Millisecond)
+		w.schedule(id, uint64(far+i), dl, now)
 	}
 	w.mu.Unlock()
 	for range near + 1 {

@@ -5,8 +5,9 @@
 // Records live in chunks of ChunkSize. Alloc always takes the free record
 // with the lowest index, so records in use gather in the low chunks, and a
 // chunk left empty after a burst is given back to the garbage collector
-// (one empty chunk is kept as a spare, so a load that hovers around a
-// chunk boundary does not allocate and free a chunk each time). The cost
+// (but chunk 0, which a slab in light use lives in, and one empty chunk kept
+// as a spare, so that a load that hovers around a chunk boundary does not
+// allocate and free a chunk each time). The cost
 // per record beyond the record itself is one bit.
 //
 // A Slab is not safe for concurrent use: its owner serialises access.
@@ -37,7 +38,8 @@ const (
 //     c < len(chunks)) or it has a free record.
 //   - In meta[c].free, bit i is set iff record i is free; a free record
 //     holds the zero E, so it pins nothing for the garbage collector.
-//   - chunks has no nil chunk at its end; len(meta) == len(chunks).
+//   - chunks has no nil chunk at its end; len(meta) == len(chunks); chunk 0,
+//     once allocated, stays until Reset.
 type Slab[E any] struct {
 	chunks []*[ChunkSize]E
 	meta   []chunkMeta
@@ -127,8 +129,8 @@ func (s *Slab[E]) Free(idx uint32) {
 	m.used--
 	s.used--
 	s.setOpen(ci, true)
-	if m.used == 0 {
-		s.release(ci)
+	if m.used == 0 && ci > 0 {
+		s.release(ci) // chunk 0 stays: a slab in light use never thrashes
 	}
 }
 
@@ -136,7 +138,7 @@ func (s *Slab[E]) Free(idx uint32) {
 func (s *Slab[E]) Reset() { *s = Slab[E]{} }
 
 // release gives chunk ci's memory back: to the spare, or to the garbage
-// collector if there is a spare already.
+// collector if there is a spare already. Chunk 0 is never released.
 func (s *Slab[E]) release(ci int) {
 	if s.spare == nil {
 		s.spare = s.chunks[ci] // every record is clear already

@@ -76,6 +76,9 @@ func TestSlabModel(t *testing.T) {
 				if hi >= 0 {
 					need = hi/ChunkSize + 1
 				}
+				if need == 0 && len(s.chunks) == 1 {
+					need = 1 // chunk 0 stays once allocated
+				}
 				if len(s.chunks) != need {
 					t.Fatalf("%d chunk slots for a highest record %d, want %d", len(s.chunks), hi, need)
 				}
@@ -95,21 +98,26 @@ func TestSlabShrinks(t *testing.T) {
 	if s.Chunks() != 100 {
 		t.Fatalf("%d chunks for %d records", s.Chunks(), n)
 	}
-	for _, i := range idx[1:] {
+	for _, i := range idx[ChunkSize:] {
 		s.Free(i)
 	}
-	if s.Chunks() != 1 || len(s.chunks) != 1 || cap(s.chunks) > 4 {
-		t.Fatalf("after freeing all but record 0: %d chunks, %d slots, capacity %d", s.Chunks(), len(s.chunks), cap(s.chunks))
+	if s.Chunks() != 1 || len(s.chunks) != 1 || cap(s.chunks) > 4 || s.spare == nil {
+		t.Fatalf("after freeing all but chunk 0: %d chunks, %d slots, capacity %d, spare %v", s.Chunks(), len(s.chunks), cap(s.chunks), s.spare != nil)
 	}
-	s.Free(idx[0])
-	if s.Chunks() != 0 || s.Len() != 0 || s.spare == nil {
-		t.Fatalf("empty slab: %d chunks, %d records, spare %v", s.Chunks(), s.Len(), s.spare != nil)
+	// Chunk 0 stays, empty or not; the spare takes the next chunk's place.
+	for _, i := range idx[:ChunkSize] {
+		s.Free(i)
 	}
-	// The spare is used first, and it is clear.
+	if s.Chunks() != 1 || s.Len() != 0 {
+		t.Fatalf("empty slab: %d chunks, %d records", s.Chunks(), s.Len())
+	}
+	for range ChunkSize {
+		s.Alloc()
+	}
 	spare := s.spare
 	i, p := s.Alloc()
-	if i != 0 || *p != ([4]uint64{}) || s.chunks[0] != spare {
-		t.Fatalf("Alloc after emptying: %d, %v, spare reused %v", i, *p, s.chunks[0] == spare)
+	if i != ChunkSize || *p != ([4]uint64{}) || s.chunks[1] != spare || s.spare != nil {
+		t.Fatalf("Alloc past chunk 0: %d, %v, spare reused %v", i, *p, s.chunks[1] == spare)
 	}
 }
 
