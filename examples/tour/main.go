@@ -1,7 +1,8 @@
 // Command tour shows unipoll's one Poll at work: every kind of source the
 // library has (a socket pair, a user-space Registration set from another
-// goroutine, a delayed readiness, a channel fed from another goroutine)
-// registered with the same Poll and coming back from the same Poll call.
+// goroutine, a delayed readiness, a channel fed from another goroutine, a
+// timer) registered with the same Poll and coming back from the same Poll
+// call.
 //
 //	go run ./examples/tour
 //
@@ -43,6 +44,7 @@ func stops() []stop {
 		&registrationStop{},
 		&delayStop{delay: 50 * time.Millisecond},
 		&channelStop{values: []string{"one", "two", "three"}},
+		&timerStop{},
 	}
 }
 

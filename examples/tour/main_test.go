@@ -21,6 +21,8 @@ func TestTour(t *testing.T) {
 		"(delayed) is Readable: fired by the timing wheel",
 		`(channel) is Readable: received`,
 		"then the sender closed",
+		`(timer) is Readable: "first" expired after`,
+		`(timer) is Readable: "second" expired after`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("tour output lacks %q:\n%s", want, out.String())

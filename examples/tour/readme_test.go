@@ -19,6 +19,7 @@ var readmeImports = []string{
 	"github.com/unipoll/unipoll/channel",
 	"github.com/unipoll/unipoll/poll",
 	"github.com/unipoll/unipoll/socket",
+	"github.com/unipoll/unipoll/timer",
 }
 
 // TestReadmeExamples runs README.md's Go examples as written: the blocks
@@ -30,8 +31,8 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(readme, -1)
-	if len(blocks) < 2 {
-		t.Fatalf("README.md has %d Go blocks, want the short example and the channel one", len(blocks))
+	if len(blocks) < 3 {
+		t.Fatalf("README.md has %d Go blocks, want the short example, the channel and the timer ones", len(blocks))
 	}
 	var src strings.Builder
 	src.WriteString("package main\n\nimport (\n")
@@ -64,13 +65,14 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("go run of README.md's examples: %v\n%s\nprogram:\n%s", err, stderr.String(), src.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("got %d lines, want 6:\n%s", len(lines), stdout.String())
+	if len(lines) != 8 {
+		t.Fatalf("got %d lines, want 8:\n%s", len(lines), stdout.String())
 	}
 	first := slices.Clone(lines[:2])
 	slices.Sort(first)
-	// "1 Readable and 2 Readable, then 3 Readable 50ms later", then "a, b, c".
-	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c"}
+	// "1 Readable and 2 Readable, then 3 Readable 50ms later", then "a, b,
+	// c", then "sooner, then later".
+	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c", "sooner", "later"}
 	got := append(first, lines[2:]...)
 	if !slices.Equal(got, want) {
 		t.Fatalf("output:\n%s\nwant (first two in either order):\n%s", stdout.String(), strings.Join(want, "\n"))
