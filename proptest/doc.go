@@ -44,11 +44,15 @@
 //
 // One file per kind of source: model_fd.go (an end of a unix socket pair,
 // with the peer's writes, reads, half-closes and close; the read end of a
-// pipe, with the writer's writes and close) and model_registration.go
+// pipe, with the writer's writes and close), model_registration.go
 // (SetReadiness, UnsetReadiness, DelayReadiness with its window "no earlier
-// than the delay, at most one tick late", Close). A kind implements the
-// kind and impl interfaces of model.go and registers itself from init;
-// adding channels, timers, signals or child processes is adding one file.
+// than the delay, at most one tick late", Close), model_channel.go (Send,
+// TrySend, TryRecv, Drain, Clone and Close of Senders, Receiver Close) and
+// model_timer.go (Set with the same window, Cancel, Poll, Drain, Close;
+// Stats, exact between Poll calls, tells how many timeouts fired when the
+// window leaves it open). A kind implements the kind and impl interfaces
+// of model.go and registers itself from init; adding signals or child
+// processes is adding one file.
 //
 // # The properties
 //
@@ -104,6 +108,12 @@
 //     of room, in the calls that follow.
 //   - FuzzStateMachine, FuzzRegistrations (fuzz_test.go): the state
 //     machine as fuzz targets (rapid.MakeFuzz); go test runs their seeds.
+//   - TestTimerStateMachine and TestChannelStateMachine (timer_test.go,
+//     channel_test.go): the state machine with one kind only;
+//     TestTimerCancelRacingExpiry: setters, cancellers and a consumer at
+//     once, every timeout cancelled or taken exactly once, never early, no
+//     lost readiness; TestChannelConcurrentSenders: many senders, each
+//     one's order kept, every value once.
 //   - regression_test.go: the shrunk counterexamples the properties found
 //     in the library, as plain tests.
 //
