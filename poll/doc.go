@@ -4,11 +4,29 @@
 // Descriptors (Fd, and the socket package's types) are watched through the
 // operating system's selector: epoll on Linux, kqueue on the BSDs and
 // darwin, poll(2) on every unix. User-space sources (Registration, and the
-// channel, timer and signal sources built on it) are made ready from any
-// goroutine through a lock-free readiness queue, or after a delay through a
-// hierarchical timing wheel. Both kinds register the same way, with a Token, an
-// interest set (Ready) and a trigger mode (PollOpt), and come back from the
-// same Poll call as Events.
+// channel, timer, signal and child sources built on it) are made ready from
+// any goroutine through a lock-free readiness queue, or after a delay
+// through the Poll's hierarchical timing wheel. Both kinds register the
+// same way, with a Token, an interest set (Ready) and a trigger mode
+// (PollOpt), and come back from the same Poll call as Events.
+//
+// The API, by what it is for:
+//
+//   - The Poll: New, NewWithConfig (Config, EnvBackend); Poll.Poll with an
+//     Events buffer (NewEvents; Event, Events.All); Poll.Close, Closed,
+//     Stats, Backend, EdgeEmulated.
+//   - Registering: Poll.Register, Reregister, Deregister of an Evented,
+//     with a Token (ReservedToken aside), an interest (Readable, Writable,
+//     Error, Hup, Priority) and a mode (Edge, Level, Oneshot).
+//   - Descriptors: Fd, and Fd.Rearm for the rule under Edge.
+//   - User-space readiness: NewRegistration; SetReadiness.SetReadiness,
+//     UnsetReadiness, Readiness, DelayReadiness; Registration.Close.
+//   - Deadlines: TimerQueue (NewTimerQueue, Add, Remove, Next), the building
+//     block of the timer package.
+//   - Errors: ErrClosed, ErrAlreadyRegistered, ErrNotRegistered,
+//     ErrRegisteredElsewhere, ErrReservedToken, ErrInvalidInterest,
+//     ErrInvalidOpts, ErrInvalidFd, ErrInvalidArgument; match them with
+//     errors.Is.
 //
 // # The contract
 //

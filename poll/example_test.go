@@ -157,3 +157,35 @@ func ExampleFd() {
 	_ = p.Deregister(poll.Fd(fds[0])) // before closing it
 	// Output: 1 Event{Token: 9, Ready: Readable}
 }
+
+// A TimerQueue keeps deadlines on the Poll's own timing wheel, each with a
+// key of the caller's (here, connection numbers whose idle time is up), and
+// hands the keys out in deadline order once they pass.
+func ExampleTimerQueue() {
+	p, _ := poll.New()
+	defer p.Close()
+	q := poll.NewTimerQueue(0)
+	defer q.Close()
+	_ = p.Register(q, 1, poll.Readable, poll.Edge)
+
+	_, _ = q.Add(20*time.Millisecond, 7) // connection 7
+	_, _ = q.Add(10*time.Millisecond, 3) // connection 3
+	later, _ := q.Add(time.Hour, 9)
+	key, ok := q.Remove(later) // connection 9 was active again
+	fmt.Println("removed", key, ok)
+
+	events := poll.NewEvents(4)
+	for got := 0; got < 2; {
+		_, _ = p.Poll(events, -1)
+		for range events.All() {
+			for key, ok := q.Next(); ok; key, ok = q.Next() {
+				fmt.Println("idle:", key)
+				got++
+			}
+		}
+	}
+	// Output:
+	// removed 9 true
+	// idle: 3
+	// idle: 7
+}
