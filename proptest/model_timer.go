@@ -165,7 +165,7 @@ func (im *timerImpl) took(t *rapid.T, w *world, s *src, v int) {
 	case o.done:
 		w.fatalf(t, "%s returned %d, which was taken or cancelled already", s.label, v)
 	case time.Now().Before(o.notBefore):
-		w.fatalf(t, "%s returned %d %v before its deadline (rule 10)", s.label, v, o.notBefore.Sub(time.Now()))
+		w.fatalf(t, "%s returned %d %v before its deadline (rule 10)", s.label, v, time.Until(o.notBefore))
 	}
 	o.done = true
 	im.live--
