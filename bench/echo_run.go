@@ -1,0 +1,319 @@
+//go:build linux
+
+package main
+
+// One echo measurement: start a server, wait until it accepts, start the
+// load generator against it, optionally count the server's system calls
+// with strace, and stop both.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// echoConfig is one point of the echo scenario.
+type echoConfig struct {
+	Conns  int
+	Size   int
+	Pinned bool
+}
+
+func (c echoConfig) String() string {
+	pin := "pinned"
+	if !c.Pinned {
+		pin = "unpinned"
+	}
+	return fmt.Sprintf("%d conns, %s, %s", c.Conns, sizeText(c.Size), pin)
+}
+
+func sizeText(n int) string {
+	if n >= 1024 && n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// syscallCount is strace -c's summary of a run.
+type syscallCount struct {
+	Total  uint64
+	ByName map[string]uint64
+}
+
+// tail keeps the last bytes written to it, for error messages.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return lastLines(string(t.buf), 5)
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// echoOnce measures start(cpu, port) under cfg's load for warmup+dur.
+func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, strace bool) (loadResult, *syscallCount, error) {
+	var res loadResult
+	serverCPU, loadCPU := -1, -1
+	if cfg.Pinned && r.m.canPin() {
+		serverCPU, loadCPU = r.m.serverCPU(), r.m.loadCPU()
+	}
+	port, err := freePort()
+	if err != nil {
+		return res, nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	srv := start(serverCPU, port)
+	var srvOut tail
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	if err := srv.Start(); err != nil {
+		return res, nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	defer stopProcess(srv, exited)
+	if err := waitListening(addr, exited, 20*time.Second); err != nil {
+		return res, nil, fmt.Errorf("server: %w: %s", err, srvOut.String())
+	}
+
+	load := pinned(loadCPU, r.self, "-role", "load", "--", "-addr", addr, "-conns", strconv.Itoa(cfg.Conns),
+		"-size", strconv.Itoa(cfg.Size), "-warmup", warmup.String(), "-dur", dur.String(), "-pid", strconv.Itoa(srv.Process.Pid))
+	var loadErr tail
+	load.Stderr = &loadErr
+	loadIn, err := load.StdinPipe()
+	if err != nil {
+		return res, nil, err
+	}
+	loadOut, err := load.StdoutPipe()
+	if err != nil {
+		return res, nil, err
+	}
+	if err := load.Start(); err != nil {
+		return res, nil, err
+	}
+	defer func() {
+		loadIn.Close()
+		_ = load.Wait()
+	}()
+	lines := make(chan string, 2)
+	go func() {
+		sc := bufio.NewScanner(loadOut)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(timeout time.Duration) (string, error) {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "", fmt.Errorf("load generator exited: %s", loadErr.String())
+			}
+			return l, nil
+		case <-time.After(timeout):
+			return "", fmt.Errorf("load generator silent for %v: %s", timeout, loadErr.String())
+		}
+	}
+	if l, err := next(2 * time.Minute); err != nil || l != "READY" {
+		return res, nil, fmt.Errorf("connecting: %q %v", l, err)
+	}
+
+	var st *straceRun
+	if strace {
+		if st, err = startStrace(srv.Process.Pid, r.buildDir); err != nil {
+			return res, nil, err
+		}
+	}
+	if _, err := io.WriteString(loadIn, "GO\n"); err != nil {
+		return res, nil, err
+	}
+	l, err := next(warmup + dur + 2*time.Minute)
+	if err != nil {
+		return res, nil, err
+	}
+	if err := json.Unmarshal([]byte(l), &res); err != nil {
+		return res, nil, fmt.Errorf("load result %q: %v", l, err)
+	}
+	var sc *syscallCount
+	if st != nil {
+		if sc, err = st.stop(); err != nil {
+			return res, nil, err
+		}
+	}
+	if res.Errors > 0 {
+		return res, sc, fmt.Errorf("%d connections failed, first: %s", res.Errors, res.FirstErr)
+	}
+	return res, sc, nil
+}
+
+// waitListening dials addr until it connects, the server exits, or the
+// timeout passes.
+func waitListening(addr string, exited chan error, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case e := <-exited:
+			exited <- e
+			return fmt.Errorf("exited before listening: %v", e)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not listening on %s after %v: %v", addr, timeout, err)
+		}
+	}
+}
+
+// stopProcess ends a server: SIGTERM, then SIGKILL if it lingers.
+func stopProcess(cmd *exec.Cmd, exited chan error) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// straceRun is strace -c attached to a server.
+type straceRun struct {
+	cmd  *exec.Cmd
+	out  string
+	done chan error
+}
+
+// startStrace attaches strace -c -f to pid and returns once it has
+// attached to the process's threads.
+func startStrace(pid int, dir string) (*straceRun, error) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		return nil, fmt.Errorf("%w: strace is not installed (apt-get install -y strace)", errSkip)
+	}
+	out := filepath.Join(dir, fmt.Sprintf("strace-%d.txt", pid))
+	cmd := exec.Command("strace", "-c", "-f", "-p", strconv.Itoa(pid), "-o", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	// strace says "Process N attached" once per thread it has stopped;
+	// the first one means tracing has begun.
+	attached := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var all []string
+		sent := false
+		for sc.Scan() {
+			all = append(all, sc.Text())
+			if !sent && strings.Contains(sc.Text(), "attached") {
+				attached <- ""
+				sent = true
+			}
+		}
+		if !sent {
+			attached <- strings.Join(all, " | ")
+		}
+	}()
+	st := &straceRun{cmd: cmd, out: out, done: make(chan error, 1)}
+	go func() { st.done <- cmd.Wait() }()
+	select {
+	case msg := <-attached:
+		if msg != "" {
+			return nil, fmt.Errorf("strace did not attach: %s", msg)
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("strace did not attach within 10s")
+	}
+	return st, nil
+}
+
+// stop detaches strace and reads its summary.
+func (s *straceRun) stop() (*syscallCount, error) {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	b, err := os.ReadFile(s.out)
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(s.out)
+	return parseStraceSummary(string(b))
+}
+
+// parseStraceSummary reads the table strace -c prints:
+//
+//	% time     seconds  usecs/call     calls    errors syscall
+//	------ ----------- ----------- --------- --------- ----------------
+//	 62.50    0.000010           1         8           read
+//	...
+//	100.00    0.000016           1        12         1 total
+//
+// The errors column is empty when there were none, so calls is the fourth
+// field and the name the last.
+func parseStraceSummary(s string) (*syscallCount, error) {
+	out := &syscallCount{ByName: map[string]uint64{}}
+	found := false
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || strings.HasPrefix(f[0], "%") || strings.HasPrefix(f[0], "-") {
+			continue
+		}
+		calls, err := strconv.ParseUint(f[3], 10, 64)
+		if err != nil {
+			continue
+		}
+		name := f[len(f)-1]
+		if name == "total" {
+			out.Total = calls
+			found = true
+			continue
+		}
+		out.ByName[name] += calls
+	}
+	if !found {
+		return nil, fmt.Errorf("no total in strace summary %q", s)
+	}
+	return out, nil
+}

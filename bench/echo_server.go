@@ -1,0 +1,34 @@
+//go:build linux
+
+package main
+
+// The echo servers that live in this binary (-role server -server NAME):
+// each peer library's echo server, written as that library's own
+// documentation shows. The runner starts one per measurement, in a process
+// of its own, and stops it with SIGTERM (the default action: exit).
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// goServers maps a server name to a function that serves echo on addr
+// until the process is killed. ready is called once the server accepts
+// connections.
+var goServers = map[string]func(addr string, ready func()) error{}
+
+func serverMain(args []string) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	name := fs.String("server", "", "which server")
+	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	serve, ok := goServers[*name]
+	if !ok {
+		return fmt.Errorf("no server %q (have %v)", *name, slices.Sorted(maps.Keys(goServers)))
+	}
+	return serve(*addr, func() { fmt.Println("READY") })
+}

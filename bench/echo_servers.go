@@ -1,0 +1,87 @@
+//go:build linux
+
+package main
+
+// The contenders of the echo scenario. Each is an echoServer entry; an
+// entry for a part of the library that has not landed carries Pending, and
+// becomes real by giving it a Prepare (one file, e.g. the eventloop
+// modes of examples/echo).
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+)
+
+// echoServer is one server the echo scenario measures.
+type echoServer struct {
+	Name    string
+	About   string // one line for the report: what exactly runs
+	Pending string // non-empty: not built yet, and what it waits for
+	// Prepare builds what the server needs and returns how to start it
+	// listening on 127.0.0.1:port, pinned to cpu (-1: unpinned). An error
+	// wrapping errSkip means this machine cannot run it; the message says
+	// why.
+	Prepare func(r *Runner) (func(cpu, port int) *exec.Cmd, error)
+}
+
+var echoServers []echoServer
+
+func registerEcho(s echoServer) { echoServers = append(echoServers, s) }
+
+// The order here is the order of the table's columns: unipoll, the floor,
+// then the Go peers.
+func init() {
+	registerEcho(echoServer{
+		Name:  "unipoll",
+		About: "examples/echo of the library under test: raw Poll, edge-triggered, one goroutine",
+		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+			bin := filepath.Join(r.buildDir, "unipoll-echo")
+			if err := build(r.o.lib, "go", "build", "-o", bin, "./examples/echo"); err != nil {
+				return nil, err
+			}
+			return func(cpu, port int) *exec.Cmd {
+				return pinned(cpu, bin, "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+			}, nil
+		},
+	})
+	registerEcho(echoServer{
+		Name:    "unipoll-loop",
+		Pending: "waits for eventloop (examples/echo on one Loop)",
+	})
+	registerEcho(echoServer{
+		Name:    "unipoll-group",
+		Pending: "waits for eventloop (examples/echo on a Group)",
+	})
+	registerEcho(echoServer{
+		Name:  "c-floor",
+		About: "floor/echo_epoll.c: C, level-triggered epoll, one read and one write per message",
+		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+			cc, err := exec.LookPath("cc")
+			if err != nil {
+				return nil, fmt.Errorf("%w: no C compiler (cc) on PATH; install one (apt-get install -y gcc) to measure the floor", errSkip)
+			}
+			bin := filepath.Join(r.buildDir, "echo_epoll")
+			if err := build(".", cc, "-O2", "-o", bin, "floor/echo_epoll.c"); err != nil {
+				return nil, err
+			}
+			return func(cpu, port int) *exec.Cmd { return pinned(cpu, bin, strconv.Itoa(port)) }, nil
+		},
+	})
+	for _, p := range []struct{ name, about string }{
+		{"go-net", "Go net, a goroutine per connection, io.Copy(c, c) (the net package's Listener example)"},
+		{"netpoll", "github.com/cloudwego/netpoll EventLoop, its echo example's OnRequest"},
+		{"gnet", "github.com/panjf2000/gnet/v2 v2.9.7, its README's echo (OnTraffic: Next, Write), WithMulticore"},
+		{"nbio", "github.com/lesismal/nbio v1.6.8, its quick start's engine (OnData: Write a copy)"},
+	} {
+		registerEcho(echoServer{
+			Name: p.name, About: p.about,
+			Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+				return func(cpu, port int) *exec.Cmd {
+					return pinned(cpu, r.self, "-role", "server", "--", "-server", p.name, "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+				}, nil
+			},
+		})
+	}
+}

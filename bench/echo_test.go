@@ -1,0 +1,119 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEchoServers starts every echo server this machine can run, each in
+// its own process as the runner does, and checks that it echoes 16-byte
+// and 64 KiB messages byte for byte on several connections at once.
+func TestEchoServers(t *testing.T) {
+	r := testRunner(t)
+	for _, s := range echoServers {
+		t.Run(s.Name, func(t *testing.T) {
+			if s.Pending != "" {
+				t.Skipf("not built yet: %s", s.Pending)
+			}
+			start, err := s.Prepare(r)
+			if errors.Is(err, errSkip) {
+				t.Skip(err) // only the C floor, where there is no C compiler
+			}
+			require.NoError(t, err)
+			port, err := freePort()
+			require.NoError(t, err)
+			cmd := start(-1, port)
+			var out tail
+			cmd.Stdout, cmd.Stderr = &out, &out
+			require.NoError(t, cmd.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			defer stopProcess(cmd, exited)
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			require.NoError(t, waitListening(addr, exited, 20*time.Second), out.String())
+
+			errs := make(chan error, 4)
+			for i := range 4 {
+				go func() { errs <- echoCheck(addr, byte(i)) }()
+			}
+			for range 4 {
+				require.NoError(t, <-errs, out.String())
+			}
+		})
+	}
+}
+
+// echoCheck sends a few messages of different sizes on one connection and
+// checks each echo. The big one is written from a second goroutine: it
+// does not fit in the socket buffers, and a server that is not read from
+// stops reading.
+func echoCheck(addr string, seed byte) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return err
+	}
+	for _, size := range []int{16, 1024, 64 << 10, 16} {
+		msg := make([]byte, size)
+		for i := range msg {
+			msg[i] = seed + byte(i*7)
+		}
+		werr := make(chan error, 1)
+		go func() { _, err := c.Write(msg); werr <- err }()
+		got := make([]byte, size)
+		if _, err := io.ReadFull(c, got); err != nil {
+			return fmt.Errorf("%d bytes: %w", size, err)
+		}
+		if err := <-werr; err != nil {
+			return err
+		}
+		if !bytes.Equal(got, msg) {
+			return fmt.Errorf("%d bytes: the echo differs", size)
+		}
+	}
+	return nil
+}
+
+// TestEchoOnce runs one whole measurement against the Go net server: the
+// load generator in its own process, the server's CPU time from /proc, and
+// strace's count of its system calls where strace can attach.
+func TestEchoOnce(t *testing.T) {
+	r := testRunner(t)
+	var start func(cpu, port int) *exec.Cmd
+	for _, s := range echoServers {
+		if s.Name == "go-net" {
+			var err error
+			start, err = s.Prepare(r)
+			require.NoError(t, err)
+		}
+	}
+	_, lookErr := exec.LookPath("strace")
+	cfg := echoConfig{Conns: 20, Size: 16, Pinned: r.m.canPin()}
+	res, sc, err := r.echoOnce(start, cfg, 50*time.Millisecond, 300*time.Millisecond, lookErr == nil)
+	require.NoError(t, err)
+	require.Positive(t, res.Msgs)
+	require.GreaterOrEqual(t, res.AllMsgs, res.Msgs)
+	require.Positive(t, res.P99)
+	require.GreaterOrEqual(t, res.P99, res.P50)
+	require.InDelta(t, 300*time.Millisecond, res.Window, float64(200*time.Millisecond))
+	if lookErr != nil {
+		t.Logf("strace not installed; system calls not counted")
+		return
+	}
+	require.NotNil(t, sc)
+	// Every message needs at least a read and a write by the server.
+	require.GreaterOrEqual(t, sc.Total, 2*res.AllMsgs, "%+v", sc.ByName)
+}

@@ -1,0 +1,76 @@
+//go:build linux
+
+// Command bench measures unipoll against the floor and the alternatives a Go
+// user would pick, on one machine in one run, and prints a Markdown table.
+//
+//	go run .                 # every scenario, full length (about 15 minutes on 2 cores)
+//	go run . -quick          # every scenario, short (CI keeps it compiling and running)
+//	go run . -only echo      # one scenario (see -list)
+//	go run . -only echo -syscalls   # also count system calls per message with strace
+//
+// A full run (no -quick, no -only) also writes RESULTS.md and the charts in
+// charts/. The same binary plays every part: the runner re-executes itself
+// as an echo server (-role server), a load generator (-role load) or an
+// in-process measurement (-role micro), so that what is measured never
+// shares a process with what measures it. It builds what is not Go code in
+// this module itself: examples/echo from the library, and the C floor with
+// the system C compiler. See README.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// options are the runner's flags.
+type options struct {
+	quick    bool
+	only     string
+	list     bool
+	runs     int
+	syscalls bool
+	results  string
+	lib      string
+	pin      string
+	role     string
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "a short run of every scenario: one pass, small sizes")
+	flag.StringVar(&o.only, "only", "", "run only the scenario with this name (see -list)")
+	flag.BoolVar(&o.list, "list", false, "list the scenarios and exit")
+	flag.IntVar(&o.runs, "runs", 0, "passes per measurement, alternating between contenders (default 5, 3 for echo; 1 with -quick)")
+	flag.BoolVar(&o.syscalls, "syscalls", false, "echo: count system calls per message with strace -c -f (a separate short run per server)")
+	flag.StringVar(&o.results, "results", "RESULTS.md", "where a full run writes its report (charts go to charts/ beside it); empty: do not write")
+	flag.StringVar(&o.lib, "lib", "..", "the unipoll checkout whose examples/echo is measured")
+	flag.StringVar(&o.pin, "pin", "auto", "echo: auto (pinned, and unpinned where a target asks), on, off")
+	flag.StringVar(&o.role, "role", "", "internal: server, load or micro (the runner starts these)")
+	flag.Parse()
+
+	if o.role != "" {
+		if err := runRole(o.role, flag.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "bench -role %s: %v\n", o.role, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.list {
+		for _, s := range scenarios {
+			status := ""
+			if s.Pending != "" {
+				status = " (not built yet: " + s.Pending + ")"
+			}
+			fmt.Printf("%-10s %s%s\n", s.Name, s.Title, status)
+		}
+		return
+	}
+	start := time.Now()
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "bench: done in %v\n", time.Since(start).Round(time.Second))
+}

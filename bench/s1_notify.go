@@ -1,0 +1,310 @@
+//go:build linux
+
+package main
+
+// Scenario 1, notification throughput: one producer goroutine tells one
+// consumer goroutine that something happened, as fast as it may, through
+//
+//   - unipoll: pending[k].Add(1) (the message, as a channel would queue it)
+//     and SetReadiness(Readable) on edge-triggered Registration k of 64,
+//     round robin; the consumer blocks in Poll(ev, -1) and takes
+//     pending[k] for every event (one event may stand for many
+//     notifications: coalescing is the design);
+//   - chan: a buffered Go channel of tokens, received one by one;
+//   - eventfd: one eventfd write(2) per notification, the consumer blocked
+//     in epoll_wait(2) on it and reading the count (the kernel coalesces
+//     too).
+//
+// Flow control is a window of notifyWindow: the producer may be at most
+// that far ahead of what the consumer has accounted for (the Go channel's
+// buffer is the same size), and parks when it is, as a sender on a full
+// channel does. One op is one notification; the rate is the result.
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+const (
+	notifyWindow = 1024
+	notifyRegs   = 64
+)
+
+func init() {
+	register(Scenario{Num: 1, Name: "notify", Title: "1. Notification throughput, 1 producer → 1 polling consumer", Run: runNotify})
+	microCase("notify/unipoll", notifyUnipoll)
+	microCase("notify/chan", notifyChan)
+	microCase("notify/eventfd", notifyEventfd)
+}
+
+func runNotify(r *Runner) (*Section, error) {
+	res, _, err := r.alternate(r.passes(5), r.dur(microFull, microQuick), []contender{
+		{label: "unipoll", cse: "notify/unipoll"},
+		{label: "chan", cse: "notify/chan"},
+		{label: "eventfd", cse: "notify/eventfd"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	row := Row{
+		What: "notification throughput", Unit: "M/s", Higher: true,
+		Unipoll: perSecond(metric(res["unipoll"], "ns/op")),
+		Baselines: []Named{
+			{"chan", perSecond(metric(res["chan"], "ns/op"))},
+			{"eventfd", perSecond(metric(res["eventfd"], "ns/op"))},
+		},
+		RatioTo: "chan", Target: Target{Min: 2},
+	}
+	row2 := row
+	row2.What = "notification throughput vs eventfd"
+	row2.RatioTo, row2.Target = "eventfd", Target{Min: 10}
+	sec := &Section{Title: "1. Notification throughput", Rows: []Row{row, row2}}
+	u := res["unipoll"]
+	sec.Notes = append(sec.Notes,
+		"unipoll: "+sig3(metric(u, "events/op").Median())+" events and "+sig3(metric(u, "wakes/op").Median())+
+			" waker writes per notification (coalescing); CPU "+formatValue(metric(u, "cpu-ns/op").Median(), "ns")+
+			" per notification, chan "+formatValue(metric(res["chan"], "cpu-ns/op").Median(), "ns")+
+			", eventfd "+formatValue(metric(res["eventfd"], "cpu-ns/op").Median(), "ns"))
+	return sec, nil
+}
+
+// credit is the flow control of the unipoll and eventfd variants.
+type credit struct {
+	consumed atomic.Uint64
+	_        [56]byte
+	waiting  atomic.Bool   // the producer is parked, or about to park
+	wake     chan struct{} // capacity 1
+}
+
+func newCredit() *credit { return &credit{wake: make(chan struct{}, 1)} }
+
+// await returns once the consumer has accounted for more than
+// i-notifyWindow notifications, with its count. Producer only.
+func (c *credit) await(i uint64) uint64 {
+	for {
+		if n := c.consumed.Load(); i-n < notifyWindow {
+			return n
+		}
+		c.waiting.Store(true)
+		// Look again after announcing: the consumer stores its count before
+		// it reads waiting, so one of the two sees the other.
+		if n := c.consumed.Load(); i-n < notifyWindow {
+			c.waiting.Store(false)
+			return n
+		}
+		<-c.wake
+	}
+}
+
+// publish records the consumer's count and unparks the producer.
+func (c *credit) publish(n uint64) {
+	c.consumed.Store(n)
+	if c.waiting.Load() && c.waiting.CompareAndSwap(true, false) {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+type padded struct {
+	v atomic.Uint64
+	_ [56]byte
+}
+
+func notifyUnipoll(b *testing.B, _ int) {
+	p, err := poll.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	sets := make([]*poll.SetReadiness, notifyRegs)
+	for i := range sets {
+		reg, set := poll.NewRegistration()
+		defer reg.Close()
+		if err := p.Register(reg, poll.Token(i), poll.Readable, poll.Edge); err != nil {
+			b.Fatal(err)
+		}
+		sets[i] = set
+	}
+	var pending [notifyRegs]padded
+	cr := newCredit()
+	total := uint64(b.N)
+	type result struct {
+		events uint64
+		err    error
+	}
+	done := make(chan result, 1)
+	ev := poll.NewEvents(notifyRegs)
+	go func() {
+		var got, events uint64
+		for got < total {
+			n, err := p.Poll(ev, -1)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			events += uint64(n)
+			for e := range ev.All() {
+				got += pending[e.Token].v.Swap(0)
+			}
+			cr.publish(got)
+		}
+		done <- result{events: events}
+	}()
+	w0 := p.Stats().WakerWrites
+	var allowed uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNow()
+	for i := range total {
+		if i-allowed >= notifyWindow {
+			allowed = cr.await(i)
+		}
+		k := i % notifyRegs
+		pending[k].v.Add(1)
+		if err := sets[k].SetReadiness(poll.Readable); err != nil {
+			b.Fatal(err)
+		}
+	}
+	res := <-done
+	b.StopTimer()
+	reportCPU(b, cpu)
+	if res.err != nil {
+		b.Fatal(res.err)
+	}
+	b.ReportMetric(float64(res.events)/float64(b.N), "events/op")
+	b.ReportMetric(float64(p.Stats().WakerWrites-w0)/float64(b.N), "wakes/op")
+}
+
+func notifyChan(b *testing.B, _ int) {
+	ch := make(chan poll.Token, notifyWindow)
+	done := make(chan struct{})
+	total := b.N
+	go func() {
+		for range total {
+			<-ch
+		}
+		close(done)
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNow()
+	for i := range total {
+		ch <- poll.Token(i % notifyRegs)
+	}
+	<-done
+	b.StopTimer()
+	reportCPU(b, cpu)
+	b.ReportMetric(1, "events/op")
+}
+
+// rawEventfd is an eventfd watched by an epoll instance of its own, with
+// nothing of unipoll in between.
+type rawEventfd struct {
+	efd, epfd int
+	evs       []unix.EpollEvent
+}
+
+func newRawEventfd(b *testing.B, edge bool) *rawEventfd {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		b.Fatal(err)
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(efd); unix.Close(epfd) })
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}
+	if edge {
+		ev.Events |= unix.EPOLLET
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+		b.Fatal(err)
+	}
+	return &rawEventfd{efd: efd, epfd: epfd, evs: make([]unix.EpollEvent, 1)}
+}
+
+func (r *rawEventfd) add(v uint64) error {
+	var buf [8]byte
+	binary.NativeEndian.PutUint64(buf[:], v)
+	for {
+		if _, err := unix.Write(r.efd, buf[:]); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (r *rawEventfd) wait() error {
+	for {
+		n, err := unix.EpollWait(r.epfd, r.evs, -1)
+		if err == unix.EINTR || err == nil && n == 0 {
+			continue
+		}
+		return err
+	}
+}
+
+func (r *rawEventfd) take() (uint64, error) {
+	var buf [8]byte
+	for {
+		_, err := unix.Read(r.efd, buf[:])
+		switch err {
+		case nil:
+			return binary.NativeEndian.Uint64(buf[:]), nil
+		case unix.EAGAIN:
+			return 0, nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, err
+	}
+}
+
+func notifyEventfd(b *testing.B, _ int) {
+	r := newRawEventfd(b, false)
+	cr := newCredit()
+	total := uint64(b.N)
+	done := make(chan error, 1)
+	go func() {
+		var got uint64
+		for got < total {
+			if err := r.wait(); err != nil {
+				done <- err
+				return
+			}
+			v, err := r.take()
+			if err != nil {
+				done <- err
+				return
+			}
+			got += v
+			cr.publish(got)
+		}
+		done <- nil
+	}()
+	var allowed uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNow()
+	for i := range total {
+		if i-allowed >= notifyWindow {
+			allowed = cr.await(i)
+		}
+		if err := r.add(1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err := <-done
+	b.StopTimer()
+	reportCPU(b, cpu)
+	if err != nil {
+		b.Fatal(err)
+	}
+}

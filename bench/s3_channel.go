@@ -1,0 +1,188 @@
+//go:build linux
+
+package main
+
+// Scenario 3, channel throughput with 1 and 4 producers: values from
+// producer goroutines to one consumer, through
+//
+//   - unipoll: a bounded channel (channel.NewBounded, capacity chanCap),
+//     each producer with its own Sender (a Clone) blocking in Send when it
+//     is full; the consumer blocks in Poll (edge-triggered Receiver) and
+//     after each event receives with Drain and TryRecv until ErrEmpty;
+//   - chan: a buffered Go channel of the same capacity, drained by a
+//     goroutine with for range.
+//
+// This is the protocol of the channel package's own BenchmarkThroughput,
+// through the public API only. One op is one value.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/unipoll/unipoll/channel"
+	"github.com/unipoll/unipoll/poll"
+)
+
+const chanCap = 1024
+
+func init() {
+	register(Scenario{Num: 3, Name: "channel", Title: "3. Channel, 1 and 4 producers → 1 consumer", Run: runChannel})
+	microCase("channel/unipoll", chanUnipoll)
+	microCase("channel/chan", chanGo)
+}
+
+func runChannel(r *Runner) (*Section, error) {
+	sec := &Section{Title: "3. Channel"}
+	for _, pr := range []struct {
+		n      int
+		target float64
+	}{{1, 1.5}, {4, 1.0}} {
+		res, _, err := r.alternate(r.passes(5), r.dur(microFull, microQuick), []contender{
+			{label: "unipoll", cse: "channel/unipoll", n: pr.n},
+			{label: "chan", cse: "channel/chan", n: pr.n},
+		})
+		if err != nil {
+			return nil, err
+		}
+		sec.Rows = append(sec.Rows, Row{
+			What: fmt.Sprintf("channel, %d producer(s)", pr.n), Unit: "M/s", Higher: true,
+			Unipoll:   perSecond(metric(res["unipoll"], "ns/op")),
+			Baselines: []Named{{"chan", perSecond(metric(res["chan"], "ns/op"))}},
+			RatioTo:   "chan", Target: Target{Min: pr.target},
+		})
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%d producer(s): unipoll %.3g polls and %.3g waker writes per value; CPU per value %s, chan %s",
+			pr.n, metric(res["unipoll"], "polls/op").Median(), metric(res["unipoll"], "wakes/op").Median(),
+			formatValue(metric(res["unipoll"], "cpu-ns/op").Median(), "ns"), formatValue(metric(res["chan"], "cpu-ns/op").Median(), "ns")))
+	}
+	return sec, nil
+}
+
+// shares splits n values among producers.
+func shares(n, producers int) []int {
+	s := make([]int, producers)
+	for i := range s {
+		s[i] = n / producers
+		if i < n%producers {
+			s[i]++
+		}
+	}
+	return s
+}
+
+func chanUnipoll(b *testing.B, producers int) {
+	p, err := poll.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	tx, rx, err := channel.NewBounded[int](chanCap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rx.Close()
+	if err := p.Register(rx, 1, poll.Readable, poll.Edge); err != nil {
+		b.Fatal(err)
+	}
+	senders := make([]*channel.Sender[int], producers)
+	for i := range senders {
+		if senders[i], err = tx.Clone(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = tx.Close()
+	total := b.N
+	var polls int
+	done := make(chan error, 1)
+	ev := poll.NewEvents(4)
+	go func() {
+		got := 0
+		for {
+			if _, err := p.Poll(ev, -1); err != nil {
+				done <- err
+				return
+			}
+			polls++
+			for {
+				for range rx.Drain() {
+					got++
+				}
+				_, err := rx.TryRecv()
+				if err == nil {
+					got++
+					continue
+				}
+				if errors.Is(err, channel.ErrDisconnected) {
+					if got != total {
+						err = fmt.Errorf("received %d of %d", got, total)
+					} else {
+						err = nil
+					}
+					done <- err
+					return
+				}
+				break // ErrEmpty: wait for the next event
+			}
+		}
+	}()
+	w0 := p.Stats().WakerWrites
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNow()
+	for i, n := range shares(total, producers) {
+		wg.Add(1)
+		go func(s *channel.Sender[int], n int) {
+			defer wg.Done()
+			for j := range n {
+				if err := s.Send(j); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			_ = s.Close()
+		}(senders[i], n)
+	}
+	wg.Wait()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	reportCPU(b, cpu)
+	b.ReportMetric(float64(polls)/float64(b.N), "polls/op")
+	b.ReportMetric(float64(p.Stats().WakerWrites-w0)/float64(b.N), "wakes/op")
+}
+
+func chanGo(b *testing.B, producers int) {
+	ch := make(chan int, chanCap)
+	total := b.N
+	done := make(chan int, 1)
+	go func() {
+		got := 0
+		for range ch {
+			got++
+		}
+		done <- got
+	}()
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNow()
+	for _, n := range shares(total, producers) {
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			for j := range n {
+				ch <- j
+			}
+		}(n)
+	}
+	wg.Wait()
+	close(ch)
+	if got := <-done; got != total {
+		b.Fatalf("received %d of %d", got, total)
+	}
+	b.StopTimer()
+	reportCPU(b, cpu)
+}
