@@ -7,6 +7,7 @@
 //	go run . -quick          # every scenario, short (CI keeps it compiling and running)
 //	go run . -only echo      # one scenario (see -list)
 //	go run . -only echo -syscalls   # also count system calls per message with strace
+//	go run . -only wake -variant block:UNIPOLL_WAIT=block   # unipoll once more, with this environment
 //
 // A full run (no -quick, no -only) also writes RESULTS.md and the charts in
 // charts/. The same binary plays every part: the runner re-executes itself
@@ -21,8 +22,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
+
+// variant is unipoll run with extra environment (-variant), measured as
+// one more contender beside unipoll itself.
+type variant struct {
+	name string
+	env  []string
+}
 
 // options are the runner's flags.
 type options struct {
@@ -35,6 +44,10 @@ type options struct {
 	lib      string
 	pin      string
 	role     string
+	servers  string
+	conns    string
+	sizes    string
+	variants []variant
 }
 
 func main() {
@@ -47,6 +60,17 @@ func main() {
 	flag.StringVar(&o.results, "results", "RESULTS.md", "where a full run writes its report (charts go to charts/ beside it); empty: do not write")
 	flag.StringVar(&o.lib, "lib", "..", "the unipoll checkout whose examples/echo is measured")
 	flag.StringVar(&o.pin, "pin", "auto", "echo: auto (pinned, and unpinned where a target asks), on, off")
+	flag.StringVar(&o.servers, "servers", "", "echo: only these servers, comma-separated (unipoll always runs)")
+	flag.StringVar(&o.conns, "conns", "", "echo: only these connection counts, comma-separated")
+	flag.StringVar(&o.sizes, "sizes", "", "echo: only these message sizes in bytes, comma-separated")
+	flag.Func("variant", "also measure unipoll with extra environment, as NAME:K=V[,K=V] (repeatable), e.g. poll:UNIPOLL_BACKEND=poll", func(v string) error {
+		name, env, ok := strings.Cut(v, ":")
+		if !ok || name == "" || !strings.Contains(env, "=") {
+			return fmt.Errorf("want NAME:K=V[,K=V], got %q", v)
+		}
+		o.variants = append(o.variants, variant{name: "unipoll[" + name + "]", env: strings.Split(env, ",")})
+		return nil
+	})
 	flag.StringVar(&o.role, "role", "", "internal: server, load or micro (the runner starts these)")
 	flag.Parse()
 

@@ -87,10 +87,11 @@ func skipf(b *testing.B, format string, args ...any) {
 	b.Skip(microSkipReason)
 }
 
-// micro runs one pass of a case in a fresh, unpinned child process.
-func (r *Runner) micro(name string, n int, d time.Duration) (microResult, error) {
+// micro runs one pass of a case in a fresh, unpinned child process, with
+// env added to its environment.
+func (r *Runner) micro(name string, n int, d time.Duration, env ...string) (microResult, error) {
 	var res microResult
-	err := r.child(-1, 10*d+2*time.Minute, &res, "micro", "-case", name, "-n", fmt.Sprint(n), "-dur", d.String())
+	err := r.child(-1, env, 10*d+2*time.Minute, &res, "micro", "-case", name, "-n", fmt.Sprint(n), "-dur", d.String())
 	return res, err
 }
 
@@ -99,12 +100,39 @@ type contender struct {
 	label string // the name in the table
 	cse   string // micro case
 	n     int
+	env   []string
+}
+
+// withVariants adds, after the contender labelled "unipoll", one contender
+// per -variant: the same case with the variant's environment.
+func (r *Runner) withVariants(cs []contender) []contender {
+	var out []contender
+	for _, c := range cs {
+		out = append(out, c)
+		if c.label == "unipoll" {
+			for _, v := range r.o.variants {
+				out = append(out, contender{label: v.name, cse: c.cse, n: c.n, env: v.env})
+			}
+		}
+	}
+	return out
+}
+
+// variantSamples returns each -variant's figures, to show beside the
+// baselines.
+func (r *Runner) variantSamples(get func(label string) Sample) []Named {
+	var out []Named
+	for _, v := range r.o.variants {
+		out = append(out, Named{v.name, get(v.name)})
+	}
+	return out
 }
 
 // alternate runs passes of every contender, A B C A B C, and returns each
 // one's results in order. A contender that skips is reported once, with its
 // reason, and not run again.
 func (r *Runner) alternate(passes int, d time.Duration, cs []contender) (map[string][]microResult, map[string]string, error) {
+	cs = r.withVariants(cs)
 	out := map[string][]microResult{}
 	skipped := map[string]string{}
 	for pass := range passes {
@@ -112,7 +140,7 @@ func (r *Runner) alternate(passes int, d time.Duration, cs []contender) (map[str
 			if _, s := skipped[c.label]; s {
 				continue
 			}
-			res, err := r.micro(c.cse, c.n, d)
+			res, err := r.micro(c.cse, c.n, d, c.env...)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -40,10 +40,14 @@ func pinned(cpu int, name string, args ...string) *exec.Cmd {
 	return exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu), name}, args...)...)
 }
 
-// child runs this binary in role with args, optionally pinned, and decodes
-// its JSON result into out. timeout bounds the whole run.
-func (r *Runner) child(cpu int, timeout time.Duration, out any, role string, args ...string) error {
+// child runs this binary in role with args, optionally pinned, with env
+// added to its environment, and decodes its JSON result into out. timeout
+// bounds the whole run.
+func (r *Runner) child(cpu int, env []string, timeout time.Duration, out any, role string, args ...string) error {
 	cmd := pinned(cpu, r.self, append([]string{"-role", role, "--"}, args...)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -60,6 +60,7 @@ func runNotify(r *Runner) (*Section, error) {
 		},
 		RatioTo: "chan", Target: Target{Min: 2},
 	}
+	row.Baselines = append(row.Baselines, r.variantSamples(func(l string) Sample { return perSecond(metric(res[l], "ns/op")) })...)
 	row2 := row
 	row2.What = "notification throughput vs eventfd"
 	row2.RatioTo, row2.Target = "eventfd", Target{Min: 10}

@@ -54,11 +54,11 @@ func runWake(r *Runner) (*Section, error) {
 	row := func(what, m string) Row {
 		return Row{What: what, Unit: "ns",
 			Unipoll: metric(res["unipoll"], m),
-			Baselines: []Named{
+			Baselines: append([]Named{
 				{"chan", metric(res["chan"], m)},
 				{"eventfd", metric(res["eventfd"], m)},
 				{"go-netpoll", metric(res["go-netpoll"], m)},
-			},
+			}, r.variantSamples(func(l string) Sample { return metric(res[l], m) })...),
 			RatioTo: "eventfd",
 		}
 	}

@@ -48,9 +48,10 @@ func runChannel(r *Runner) (*Section, error) {
 		}
 		sec.Rows = append(sec.Rows, Row{
 			What: fmt.Sprintf("channel, %d producer(s)", pr.n), Unit: "M/s", Higher: true,
-			Unipoll:   perSecond(metric(res["unipoll"], "ns/op")),
-			Baselines: []Named{{"chan", perSecond(metric(res["chan"], "ns/op"))}},
-			RatioTo:   "chan", Target: Target{Min: pr.target},
+			Unipoll: perSecond(metric(res["unipoll"], "ns/op")),
+			Baselines: append([]Named{{"chan", perSecond(metric(res["chan"], "ns/op"))}},
+				r.variantSamples(func(l string) Sample { return perSecond(metric(res[l], "ns/op")) })...),
+			RatioTo: "chan", Target: Target{Min: pr.target},
 		})
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%d producer(s): unipoll %.3g polls and %.3g waker writes per value; CPU per value %s, chan %s",
 			pr.n, metric(res["unipoll"], "polls/op").Median(), metric(res["unipoll"], "wakes/op").Median(),

@@ -18,8 +18,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +43,20 @@ type echoKey struct {
 }
 
 func (r *Runner) echoConfigs() []echoConfig {
+	all := r.echoConfigsAll()
+	keep := func(list string, v int) bool {
+		return list == "" || slices.Contains(strings.Split(list, ","), strconv.Itoa(v))
+	}
+	var out []echoConfig
+	for _, c := range all {
+		if keep(r.o.conns, c.Conns) && keep(r.o.sizes, c.Size) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (r *Runner) echoConfigsAll() []echoConfig {
 	if r.o.quick {
 		return []echoConfig{{Conns: 100, Size: 16, Pinned: r.m.canPin()}}
 	}
@@ -82,8 +98,22 @@ func runEcho(r *Runner) (*Section, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Name, err)
 		}
+		if s.Name != "unipoll" && r.o.servers != "" && !slices.Contains(strings.Split(r.o.servers, ","), s.Name) {
+			continue
+		}
 		servers = append(servers, ready{s, start})
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%s: %s", s.Name, s.About))
+		if s.Name != "unipoll" {
+			continue
+		}
+		for _, v := range r.o.variants {
+			servers = append(servers, ready{echoServer{Name: v.name}, func(cpu, port int) *exec.Cmd {
+				cmd := start(cpu, port)
+				cmd.Env = append(os.Environ(), v.env...)
+				return cmd
+			}})
+			sec.Notes = append(sec.Notes, fmt.Sprintf("%s: unipoll with %s", v.name, strings.Join(v.env, " ")))
+		}
 	}
 	if len(servers) == 0 || servers[0].Name != "unipoll" {
 		return nil, errors.New("the unipoll echo server could not be built")
