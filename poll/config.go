@@ -24,6 +24,13 @@ type Config struct {
 	// slots fit one word of its occupancy bitmap). Tests use small values to
 	// make every level work.
 	WheelSlots int
+	// Wait is how a Poll on epoll blocks when it has to: "poll" (the
+	// default: a non-blocking look first, then block), "block" (block at
+	// once) or "park" (look, then park on the Go runtime's netpoller, so
+	// that a waiting Poll holds no thread; experimental). Empty means the
+	// UNIPOLL_WAIT environment variable (EnvWait), or else the default.
+	// Other backends ignore it. bench/WAITING.md has the measurements.
+	Wait string
 	// SpinWait is how long a Poll call keeps watching the readiness queue
 	// before it blocks, when the previous call delivered Registration
 	// events. Producers that find the Poll awake need no system call to
@@ -45,9 +52,16 @@ const (
 // backend with it (UNIPOLL_BACKEND=epoll, =poll).
 const EnvBackend = sys.EnvBackend
 
+// EnvWait names the environment variable that chooses Config.Wait for
+// every Poll whose Config leaves it empty.
+const EnvWait = "UNIPOLL_WAIT"
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Backend == "" {
 		c.Backend = os.Getenv(EnvBackend)
+	}
+	if c.Wait == "" {
+		c.Wait = os.Getenv(EnvWait)
 	}
 	if c.WheelTick < 0 {
 		return c, wrapf(ErrInvalidArgument, "config: WheelTick %v is negative", c.WheelTick)

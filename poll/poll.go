@@ -76,7 +76,7 @@ func NewWithConfig(c Config) (*Poll, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := sys.New(c.Backend)
+	sel, err := sys.NewWithOptions(c.Backend, sys.Options{Wait: c.Wait})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -34,17 +35,26 @@ var hasPwait2 atomic.Uint32
 // so no system call can reach a number that Close released and the process
 // reused. Select does not take it: the caller guarantees Close never runs
 // during Select, so a look at closed suffices there.
+//
+// How Select waits is mode (epoll_wait_linux.go). In WaitPark mode file
+// owns epfd (Close closes it through file, which also takes it out of the
+// runtime's netpoller), raw reaches it from the netpoller's read loop, and
+// deadline is the read deadline last set on file (Select only; zero: none).
 type epollSelector struct {
-	epfd   int
-	waker  *eventfdWaker // registered edge-triggered, so it is never drained
-	gate   wakeGate
-	waits  atomic.Uint64
-	buf    []unix.EpollEvent
-	mu     sync.RWMutex
-	closed atomic.Bool // set under mu held for writing
+	epfd     int
+	waker    *eventfdWaker // registered edge-triggered, so it is never drained
+	gate     wakeGate
+	waits    atomic.Uint64
+	buf      []unix.EpollEvent
+	mode     string
+	file     *os.File
+	raw      syscall.RawConn
+	deadline time.Time
+	mu       sync.RWMutex
+	closed   atomic.Bool // set under mu held for writing
 }
 
-func openEpoll() (Selector, error) {
+func openEpoll(o Options) (Selector, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -54,13 +64,16 @@ func openEpoll() (Selector, error) {
 		unix.Close(epfd)
 		return nil, err
 	}
-	s := &epollSelector{epfd: epfd, waker: w}
+	s := &epollSelector{epfd: epfd, waker: w, mode: o.Wait}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET}
 	setEpollKey(&ev, wakerKey)
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, w.fd(), &ev); err != nil {
 		_ = w.close()
 		unix.Close(epfd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	if s.mode == WaitPark && !s.openPark() {
+		s.mode = WaitPoll
 	}
 	return s, nil
 }
@@ -183,7 +196,22 @@ func (s *epollSelector) Select(events []Event, timeout time.Duration) (int, bool
 	buf := s.buf[:len(events)]
 	dl := newDeadline(timeout)
 	for {
-		n, err := s.wait(buf, dl.remaining())
+		var n int
+		var err error
+		switch {
+		case s.mode == WaitBlock || timeout == 0:
+			// A look the caller asked for stays an ordinary system call:
+			// a goroutine polling with a zero timeout in a loop goes
+			// through the scheduler's system-call path on each call, as
+			// it would with any other system call.
+			n, err = s.wait(buf, dl.remaining())
+		case s.mode == WaitPark:
+			n, err = s.park(buf, dl)
+		default:
+			if n, err = s.look(buf); err == nil && n == 0 {
+				n, err = s.wait(buf, dl.remaining())
+			}
+		}
 		if err == unix.EINTR {
 			continue
 		}
@@ -256,8 +284,11 @@ func (s *epollSelector) Close() error {
 		return nil
 	}
 	err := s.waker.close()
-	if cerr := unix.Close(s.epfd); cerr != nil {
-		err = errors.Join(err, os.NewSyscallError("close(epoll)", cerr))
+	var cerr error
+	if s.file != nil {
+		cerr = s.file.Close() // closes epfd and takes it out of the netpoller
+	} else if cerr = unix.Close(s.epfd); cerr != nil {
+		cerr = os.NewSyscallError("close(epoll)", cerr)
 	}
-	return err
+	return errors.Join(err, cerr)
 }

@@ -170,7 +170,7 @@ type kqFired struct {
 	oneshot bool
 }
 
-func openKqueue() (Selector, error) {
+func openKqueue(Options) (Selector, error) {
 	kq, err := unix.Kqueue()
 	if err != nil {
 		return nil, os.NewSyscallError("kqueue", err)

@@ -179,7 +179,7 @@ func pollReady(p *unix.PollFd) uint32 {
 	return r
 }
 
-func openPoll() (Selector, error) {
+func openPoll(Options) (Selector, error) {
 	w, err := newFdWaker()
 	if err != nil {
 		return nil, err

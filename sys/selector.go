@@ -61,6 +61,9 @@ var (
 	// ErrUnknownBackend is returned by New for a backend name this build
 	// does not know or this operating system does not have.
 	ErrUnknownBackend = errors.New("sys: unknown or unsupported backend")
+	// ErrUnknownWait is returned by NewWithOptions for a wait mode other
+	// than WaitPoll, WaitBlock and WaitPark.
+	ErrUnknownWait = errors.New("sys: unknown wait mode")
 	// ErrClosed is returned by every method of a selector after Close
 	// (Close itself returns nil again; Wake does nothing).
 	ErrClosed = errors.New("sys: selector closed")
@@ -159,8 +162,35 @@ type Selector interface {
 	Close() error
 }
 
-// New opens a selector. An empty backend means the best one this OS has.
-func New(backend string) (Selector, error) {
+// Wait modes of an epoll Select that may block (Options.Wait).
+const (
+	// WaitPoll looks with a non-blocking epoll_wait first and blocks only
+	// if that finds nothing: the default.
+	WaitPoll = "poll"
+	// WaitBlock blocks in epoll_wait at once.
+	WaitBlock = "block"
+	// WaitPark looks first, then parks the goroutine on the Go runtime's
+	// netpoller with the epoll descriptor as a pollable file: a waiting
+	// Poll holds no thread. Experimental.
+	WaitPark = "park"
+)
+
+// Options tune a selector. The zero Options are the defaults.
+type Options struct {
+	// Wait is how an epoll Select that may block waits: WaitPoll (the
+	// default; a non-blocking look first, block only if it finds nothing),
+	// WaitBlock or WaitPark (see epoll_wait_linux.go). Other backends
+	// ignore it. Empty means the default.
+	Wait string
+}
+
+// New opens a selector with the default Options. An empty backend means
+// the best one this OS has.
+func New(backend string) (Selector, error) { return NewWithOptions(backend, Options{}) }
+
+// NewWithOptions opens a selector tuned by o. An unknown backend is
+// ErrUnknownBackend, an unknown wait mode ErrUnknownWait.
+func NewWithOptions(backend string, o Options) (Selector, error) {
 	if backend == "" {
 		backend = defaultBackend
 	}
@@ -168,7 +198,14 @@ func New(backend string) (Selector, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q (this build has %v)", ErrUnknownBackend, backend, Backends())
 	}
-	return open()
+	switch o.Wait {
+	case "":
+		o.Wait = WaitPoll
+	case WaitPoll, WaitBlock, WaitPark:
+	default:
+		return nil, fmt.Errorf("%w: %q (want %q, %q or %q)", ErrUnknownWait, o.Wait, WaitPoll, WaitBlock, WaitPark)
+	}
+	return open(o)
 }
 
 // Backends lists the backend names this build supports, best first.
@@ -185,7 +222,7 @@ func Backends() []string {
 var backendOrder = []string{BackendEpoll, BackendKqueue, BackendPoll}
 
 // backends is filled by the platform files' init functions.
-var backends = map[string]func() (Selector, error){}
+var backends = map[string]func(Options) (Selector, error){}
 
 // checkKey refuses ReservedKey.
 func checkKey(key uint64) error {

@@ -26,6 +26,12 @@ func selectorCases() []selectorCase {
 		cases = append(cases, selectorCase{name, func() (Selector, error) { return New(name) }})
 	}
 	if runtime.GOOS == "linux" {
+		// epoll's other ways to wait (WaitPoll, the default, is "epoll").
+		for _, mode := range []string{WaitBlock, WaitPark} {
+			cases = append(cases, selectorCase{"epoll-" + mode, func() (Selector, error) {
+				return NewWithOptions(BackendEpoll, Options{Wait: mode})
+			}})
+		}
 		cases = append(cases, selectorCase{"poll-pipe", func() (Selector, error) {
 			w, err := newPipeWaker()
 			if err != nil {
@@ -665,6 +671,8 @@ func TestSelectorCloseTwiceAndWakeAfterClose(t *testing.T) {
 func TestNewUnknownBackend(t *testing.T) {
 	_, err := New("no-such-backend")
 	require.ErrorIs(t, err, ErrUnknownBackend)
+	_, err = NewWithOptions("", Options{Wait: "spin"})
+	require.ErrorIs(t, err, ErrUnknownWait)
 	require.Contains(t, Backends(), BackendPoll)
 	require.Equal(t, defaultBackend, Backends()[0])
 }
