@@ -83,8 +83,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// How echoOnce counts the server's system calls, if at all.
+type syscallCounter int
+
+const (
+	countNone   syscallCounter = iota
+	countStrace                // strace -c -f: per call, but slows the server by 10x
+	countPerf                  // perf stat on raw_syscalls:sys_enter: the total only, at full speed
+)
+
 // echoOnce measures start(cpu, port) under cfg's load for warmup+dur.
-func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, strace bool) (loadResult, *syscallCount, error) {
+func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, counter syscallCounter) (loadResult, *syscallCount, error) {
 	var res loadResult
 	serverCPU, loadCPU := -1, -1
 	if cfg.Pinned && r.m.canPin() {
@@ -150,11 +159,15 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 		return res, nil, fmt.Errorf("connecting: %q %v", l, err)
 	}
 
-	var st *straceRun
-	if strace {
-		if st, err = startStrace(srv.Process.Pid, r.buildDir); err != nil {
-			return res, nil, err
-		}
+	var st *tracer
+	switch counter {
+	case countStrace:
+		st, err = startStrace(srv.Process.Pid, r.buildDir)
+	case countPerf:
+		st, err = startPerf(srv.Process.Pid, r.buildDir)
+	}
+	if err != nil {
+		return res, nil, err
 	}
 	if _, err := io.WriteString(loadIn, "GO\n"); err != nil {
 		return res, nil, err
@@ -211,16 +224,58 @@ func stopProcess(cmd *exec.Cmd, exited chan error) {
 	}
 }
 
-// straceRun is strace -c attached to a server.
-type straceRun struct {
-	cmd  *exec.Cmd
-	out  string
-	done chan error
+// tracer is strace -c or perf stat attached to a server.
+type tracer struct {
+	cmd   *exec.Cmd
+	out   string
+	done  chan error
+	parse func(string) (*syscallCount, error)
+}
+
+// startPerf counts the system calls of every thread of pid with perf stat
+// on the raw_syscalls:sys_enter tracepoint, which costs the traced process
+// almost nothing.
+func startPerf(pid int, dir string) (*tracer, error) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		return nil, fmt.Errorf("%w: perf is not installed", errSkip)
+	}
+	out := filepath.Join(dir, fmt.Sprintf("perf-%d.txt", pid))
+	cmd := exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p", strconv.Itoa(pid), "-o", out)
+	var stderr tail
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	t := &tracer{cmd: cmd, out: out, done: make(chan error, 1), parse: parsePerfStat}
+	go func() { t.done <- cmd.Wait() }()
+	// perf stat prints nothing when it has attached; give it a moment, and
+	// fail if it exits at once (no permission, no tracepoint).
+	select {
+	case err := <-t.done:
+		return nil, fmt.Errorf("%w: perf stat exited at once (%v): %s", errSkip, err, stderr.String())
+	case <-time.After(300 * time.Millisecond):
+	}
+	return t, nil
+}
+
+// parsePerfStat reads perf stat -x, output: "COUNT,,EVENT,...".
+func parsePerfStat(s string) (*syscallCount, error) {
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Split(line, ",")
+		if len(f) >= 3 && f[2] == "raw_syscalls:sys_enter" {
+			n, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("perf stat count %q: %v", f[0], err)
+			}
+			return &syscallCount{Total: n}, nil
+		}
+	}
+	return nil, fmt.Errorf("no raw_syscalls:sys_enter count in perf stat output %q", s)
 }
 
 // startStrace attaches strace -c -f to pid and returns once it has
 // attached to the process's threads.
-func startStrace(pid int, dir string) (*straceRun, error) {
+func startStrace(pid int, dir string) (*tracer, error) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		return nil, fmt.Errorf("%w: strace is not installed (apt-get install -y strace)", errSkip)
 	}
@@ -251,7 +306,7 @@ func startStrace(pid int, dir string) (*straceRun, error) {
 			attached <- strings.Join(all, " | ")
 		}
 	}()
-	st := &straceRun{cmd: cmd, out: out, done: make(chan error, 1)}
+	st := &tracer{cmd: cmd, out: out, done: make(chan error, 1), parse: parseStraceSummary}
 	go func() { st.done <- cmd.Wait() }()
 	select {
 	case msg := <-attached:
@@ -265,8 +320,8 @@ func startStrace(pid int, dir string) (*straceRun, error) {
 	return st, nil
 }
 
-// stop detaches strace and reads its summary.
-func (s *straceRun) stop() (*syscallCount, error) {
+// stop detaches the tracer and reads its count.
+func (s *tracer) stop() (*syscallCount, error) {
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-s.done:
@@ -279,7 +334,7 @@ func (s *straceRun) stop() (*syscallCount, error) {
 		return nil, err
 	}
 	os.Remove(s.out)
-	return parseStraceSummary(string(b))
+	return s.parse(string(b))
 }
 
 // parseStraceSummary reads the table strace -c prints:

@@ -101,8 +101,12 @@ func TestEchoOnce(t *testing.T) {
 		}
 	}
 	_, lookErr := exec.LookPath("strace")
+	counter := countStrace
+	if lookErr != nil {
+		counter = countNone
+	}
 	cfg := echoConfig{Conns: 20, Size: 16, Pinned: r.m.canPin()}
-	res, sc, err := r.echoOnce(start, cfg, 50*time.Millisecond, 300*time.Millisecond, lookErr == nil)
+	res, sc, err := r.echoOnce(start, cfg, 50*time.Millisecond, 300*time.Millisecond, counter)
 	require.NoError(t, err)
 	require.Positive(t, res.Msgs)
 	require.GreaterOrEqual(t, res.AllMsgs, res.Msgs)
@@ -116,4 +120,38 @@ func TestEchoOnce(t *testing.T) {
 	require.NotNil(t, sc)
 	// Every message needs at least a read and a write by the server.
 	require.GreaterOrEqual(t, sc.Total, 2*res.AllMsgs, "%+v", sc.ByName)
+}
+
+// TestEchoOncePerf counts the server's system calls with perf stat, where
+// perf can count the raw_syscalls tracepoint.
+func TestEchoOncePerf(t *testing.T) {
+	r := testRunner(t)
+	var start func(cpu, port int) *exec.Cmd
+	for _, s := range echoServers {
+		if s.Name == "c-floor" {
+			var err error
+			if start, err = s.Prepare(r); errors.Is(err, errSkip) {
+				t.Skip(err)
+			}
+			require.NoError(t, err)
+		}
+	}
+	res, sc, err := r.echoOnce(start, echoConfig{Conns: 20, Size: 16}, 50*time.Millisecond, 300*time.Millisecond, countPerf)
+	if errors.Is(err, errSkip) {
+		t.Skip(err) // no perf, or no permission for the tracepoint
+	}
+	require.NoError(t, err)
+	// The C floor makes one read and one write per message, and a few
+	// epoll_waits: the count must be close to two per message.
+	perMsg := float64(sc.Total) / float64(res.AllMsgs)
+	require.InDelta(t, 2.0, perMsg, 0.3, "total %d for %d messages", sc.Total, res.AllMsgs)
+}
+
+func TestParsePerfStat(t *testing.T) {
+	out := "# started on Tue Nov 24 20:20:00 2026\n\n12345,,raw_syscalls:sys_enter,3000000000,100.00,,\n"
+	s, err := parsePerfStat(out)
+	require.NoError(t, err)
+	require.Equal(t, uint64(12345), s.Total)
+	_, err = parsePerfStat("<not supported>,,raw_syscalls:sys_enter,0,0,,\n")
+	require.Error(t, err)
 }
