@@ -32,7 +32,7 @@ func init() {
 
 // echoStats collects one server's passes at one point.
 type echoStats struct {
-	rate, p99, cpu, switches Sample // msgs/s, ns, ns/msg, switches/msg
+	rate, p99, cpu, switches Sample        // msgs/s, ns, ns/msg, switches/msg
 	sys                      *syscallCount // strace's breakdown
 	sysMsgs                  uint64        // messages in the strace run
 	perfSys                  Sample        // perf stat's total per message, at full speed
