@@ -37,13 +37,7 @@ func init() {
 		Name:  "unipoll",
 		About: "examples/echo of the library under test: raw Poll, edge-triggered, one goroutine",
 		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
-			bin := filepath.Join(r.buildDir, "unipoll-echo")
-			if err := build(r.o.lib, "go", "build", "-o", bin, "./examples/echo"); err != nil {
-				return nil, err
-			}
-			return func(cpu, port int) *exec.Cmd {
-				return pinned(cpu, bin, "-addr", fmt.Sprintf("127.0.0.1:%d", port))
-			}, nil
+			return buildUnipollEcho(r, r.o.lib, "unipoll-echo")
 		},
 	})
 	registerEcho(echoServer{
@@ -84,4 +78,15 @@ func init() {
 			},
 		})
 	}
+}
+
+// buildUnipollEcho builds examples/echo of the checkout in lib.
+func buildUnipollEcho(r *Runner, lib, name string) (func(cpu, port int) *exec.Cmd, error) {
+	bin := filepath.Join(r.buildDir, name)
+	if err := build(lib, "go", "build", "-o", bin, "./examples/echo"); err != nil {
+		return nil, err
+	}
+	return func(cpu, port int) *exec.Cmd {
+		return pinned(cpu, bin, "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	}, nil
 }

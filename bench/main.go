@@ -26,11 +26,13 @@ import (
 	"time"
 )
 
-// variant is unipoll run with extra environment (-variant), measured as
-// one more contender beside unipoll itself.
+// variant is unipoll run with extra environment (-variant), or the echo
+// server of another checkout (-echo-lib), measured as one more contender
+// beside unipoll itself.
 type variant struct {
 	name string
 	env  []string
+	lib  string // -echo-lib: the checkout whose examples/echo runs
 }
 
 // options are the runner's flags.
@@ -69,6 +71,14 @@ func main() {
 			return fmt.Errorf("want NAME:K=V[,K=V], got %q", v)
 		}
 		o.variants = append(o.variants, variant{name: "unipoll[" + name + "]", env: strings.Split(env, ",")})
+		return nil
+	})
+	flag.Func("echo-lib", "echo: also measure the examples/echo of another unipoll checkout, as NAME=DIR (repeatable), e.g. main=/path/to/main", func(v string) error {
+		name, dir, ok := strings.Cut(v, "=")
+		if !ok || name == "" || dir == "" {
+			return fmt.Errorf("want NAME=DIR, got %q", v)
+		}
+		o.variants = append(o.variants, variant{name: "unipoll[" + name + "]", lib: dir})
 		return nil
 	})
 	flag.StringVar(&o.role, "role", "", "internal: server, load or micro (the runner starts these)")

@@ -111,7 +111,9 @@ func (r *Runner) withVariants(cs []contender) []contender {
 		out = append(out, c)
 		if c.label == "unipoll" {
 			for _, v := range r.o.variants {
-				out = append(out, contender{label: v.name, cse: c.cse, n: c.n, env: v.env})
+				if v.lib == "" { // another checkout's code is not in this binary
+					out = append(out, contender{label: v.name, cse: c.cse, n: c.n, env: v.env})
+				}
 			}
 		}
 	}
@@ -123,7 +125,9 @@ func (r *Runner) withVariants(cs []contender) []contender {
 func (r *Runner) variantSamples(get func(label string) Sample) []Named {
 	var out []Named
 	for _, v := range r.o.variants {
-		out = append(out, Named{v.name, get(v.name)})
+		if v.lib == "" {
+			out = append(out, Named{v.name, get(v.name)})
+		}
 	}
 	return out
 }

@@ -107,7 +107,16 @@ func runEcho(r *Runner) (*Section, error) {
 		if s.Name != "unipoll" {
 			continue
 		}
-		for _, v := range r.o.variants {
+		for i, v := range r.o.variants {
+			if v.lib != "" {
+				vstart, err := buildUnipollEcho(r, v.lib, fmt.Sprintf("unipoll-echo-%d", i))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", v.name, err)
+				}
+				servers = append(servers, ready{echoServer{Name: v.name}, vstart})
+				sec.Notes = append(sec.Notes, fmt.Sprintf("%s: examples/echo of %s", v.name, v.lib))
+				continue
+			}
 			servers = append(servers, ready{echoServer{Name: v.name}, func(cpu, port int) *exec.Cmd {
 				cmd := start(cpu, port)
 				cmd.Env = append(os.Environ(), v.env...)
