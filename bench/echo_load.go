@@ -144,21 +144,22 @@ func loadMain(args []string) error {
 }
 
 // dialAll opens n connections, 64 at a time, retrying a refused or reset
-// dial for a while (a listen queue can overflow under a burst of
-// connects).
+// dial (a listen queue can overflow under a burst of connects) until 60
+// seconds have passed in all.
 func dialAll(addr string, n int) ([]net.Conn, error) {
 	cs := make([]net.Conn, n)
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
+	deadline := time.Now().Add(60 * time.Second)
 	for i := range cs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var err error
-			for try := 0; try < 50; try++ {
+			err := errors.New("dial deadline passed")
+			for time.Now().Before(deadline) {
 				var c net.Conn
 				if c, err = net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
 					cs[i] = c

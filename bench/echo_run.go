@@ -132,9 +132,17 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 	if err := load.Start(); err != nil {
 		return res, nil, err
 	}
+	loadDone := make(chan error, 1)
 	defer func() {
+		// Closing its input ends the load generator; one still dialing a
+		// server that died is killed.
 		loadIn.Close()
-		_ = load.Wait()
+		select {
+		case <-loadDone:
+		case <-time.After(5 * time.Second):
+			_ = load.Process.Kill()
+			<-loadDone
+		}
 	}()
 	lines := make(chan string, 2)
 	go func() {
@@ -143,6 +151,7 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 			lines <- sc.Text()
 		}
 		close(lines)
+		loadDone <- load.Wait() // after the last read of its output, as Wait requires
 	}()
 	next := func(timeout time.Duration) (string, error) {
 		select {
@@ -151,6 +160,9 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 				return "", fmt.Errorf("load generator exited: %s", loadErr.String())
 			}
 			return l, nil
+		case e := <-exited:
+			exited <- e // for stopProcess
+			return "", fmt.Errorf("server exited (%v): %s", e, srvOut.String())
 		case <-time.After(timeout):
 			return "", fmt.Errorf("load generator silent for %v: %s", timeout, loadErr.String())
 		}

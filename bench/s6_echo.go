@@ -141,10 +141,22 @@ func runEcho(r *Runner) (*Section, error) {
 	passes := r.passes(3)
 	cfgs := r.echoConfigs()
 	stats := map[echoKey]*echoStats{}
+	// A server that fails at a point (it runs out of descriptors, say) is
+	// reported in a note and left out of that point; the run goes on.
+	failed := map[echoKey]bool{}
 	for _, cfg := range cfgs {
 		for pass := range passes {
 			for _, s := range servers {
+				if failed[echoKey{cfg, s.Name}] {
+					continue
+				}
 				res, _, err := r.echoOnce(s.start, cfg, warmup, dur, countNone)
+				if err != nil && s.Name != "unipoll" {
+					failed[echoKey{cfg, s.Name}] = true
+					r.logf("  %v %s failed: %v", cfg, s.Name, err)
+					sec.Notes = append(sec.Notes, fmt.Sprintf("%s at %v failed and is left out there: %v", s.Name, cfg, err))
+					continue
+				}
 				if err != nil {
 					return nil, fmt.Errorf("%s, %v: %w", s.Name, cfg, err)
 				}
@@ -175,6 +187,9 @@ func runEcho(r *Runner) (*Section, error) {
 					k := echoKey{cfg, s.Name}
 					if stats[k] == nil {
 						stats[k] = &echoStats{}
+					}
+					if failed[k] {
+						continue
 					}
 					if usePerf {
 						res, sc, err := r.echoOnce(s.start, cfg, warmup, dur, countPerf)
@@ -223,9 +238,9 @@ func runEcho(r *Runner) (*Section, error) {
 			{"p99 round trip", "ns", func(s *echoStats) Sample { return s.p99 }, 1.2, false},
 		} {
 			row := Row{What: fmt.Sprintf("echo %v, %s", cfg, m.what), Unit: m.unit,
-				Unipoll: m.get(stats[echoKey{cfg, "unipoll"}]), RatioTo: floor}
+				Unipoll: m.get(statsAt(stats, cfg, "unipoll")), RatioTo: floor}
 			for _, n := range names[1:] {
-				row.Baselines = append(row.Baselines, Named{n, m.get(stats[echoKey{cfg, n}])})
+				row.Baselines = append(row.Baselines, Named{n, m.get(statsAt(stats, cfg, n))})
 			}
 			if targeted {
 				row.Target = Target{Max: m.max, BelowPeers: m.all}
@@ -249,7 +264,11 @@ func runEcho(r *Runner) (*Section, error) {
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&b, "| %v |", cfg)
 			for _, n := range names {
-				s := get(stats[echoKey{cfg, n}])
+				s := get(statsAt(stats, cfg, n))
+				if len(s.Runs) == 0 {
+					b.WriteString(" — |")
+					continue
+				}
 				fmt.Fprintf(&b, " %s (±%.0f%%) |", formatValue(s.Median(), unit), 100*s.Spread())
 			}
 			b.WriteString("\n")
@@ -278,6 +297,14 @@ func runEcho(r *Runner) (*Section, error) {
 
 // sysPerMsg is system calls per message: perf's count at full speed where
 // there is one, else strace's.
+// statsAt is a server's figures at a point; empty for one that failed there.
+func statsAt(stats map[echoKey]*echoStats, cfg echoConfig, server string) *echoStats {
+	if s := stats[echoKey{cfg, server}]; s != nil {
+		return s
+	}
+	return &echoStats{}
+}
+
 func sysPerMsg(s *echoStats) Sample {
 	switch {
 	case s == nil:
@@ -352,7 +379,7 @@ func echoCharts(cfgs []echoConfig, names []string, stats map[echoKey]*echoStats)
 				for _, n := range names {
 					s := series{name: n}
 					for _, c := range pts {
-						if st := stats[echoKey{c, n}]; st != nil {
+						if st := stats[echoKey{c, n}]; st != nil && len(st.rate.Runs) > 0 {
 							s.x = append(s.x, float64(c.Conns))
 							s.y = append(s.y, get(st))
 						}
