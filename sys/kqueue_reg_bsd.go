@@ -1,0 +1,134 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package sys
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// kqReg is one registration.
+type kqReg struct {
+	key      uint64
+	interest uint32 // Readable and Writable only: the bits with filters
+	mode     Mode
+	epoch    uint64 // value of kqSelector.epoch once it reached the kernel
+	tag      uint32 // what udata holds where it cannot hold the key
+}
+
+// udataOf is what a registration's filters carry in udata.
+func (r *kqReg) udataOf() uint64 {
+	if udataHoldsKey {
+		return r.key
+	}
+	return uint64(r.tag)
+}
+
+// newRegLocked makes a registration, tagged where udata needs a tag.
+func (s *kqSelector) newRegLocked(key uint64, interest uint32, mode Mode) *kqReg {
+	r := &kqReg{key: key, interest: interest & (Readable | Writable), mode: mode}
+	if !udataHoldsKey {
+		s.nextTag++
+		if s.nextTag == 0 {
+			s.nextTag = 1
+		}
+		r.tag = s.nextTag
+	}
+	return r
+}
+
+func (s *kqSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("kevent(add)", err)
+	}
+	if fd < 0 {
+		return os.NewSyscallError("kevent(add)", unix.EBADF)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if _, ok := s.regs[fd]; ok {
+		return os.NewSyscallError("kevent(add)", unix.EEXIST)
+	}
+	r := s.newRegLocked(key, interest, mode)
+	if r.interest == 0 {
+		// No filter to let the kernel check the descriptor.
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return os.NewSyscallError("kevent(add)", err)
+		}
+	}
+	var raw [maxChanges * keventWords]uint64
+	changes := keventsIn(raw[:], maxChanges)
+	n := changesFor(changes, fd, nil, r)
+	if err := s.apply(changes[:n]); err != nil {
+		// Take back a filter that made it in before the failure.
+		var raw2 [maxChanges * keventWords]uint64
+		undo := keventsIn(raw2[:], maxChanges)
+		_ = s.apply(undo[:changesFor(undo, fd, r, nil)])
+		return os.NewSyscallError("kevent(add)", err)
+	}
+	r.epoch = s.epoch.Add(1)
+	s.regs[fd] = r
+	return nil
+}
+
+func (s *kqSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("kevent(modify)", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	old, ok := s.regs[fd]
+	if !ok {
+		return missing("kevent(modify)", fd)
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("kevent(modify)", unix.EBADF)
+	}
+	r := s.newRegLocked(key, interest, mode)
+	var raw [maxChanges * keventWords]uint64
+	changes := keventsIn(raw[:], maxChanges)
+	n := changesFor(changes, fd, old, r)
+	err := s.apply(changes[:n])
+	// On failure the kernel may hold part of the change; the table records
+	// what was asked for, so a later Modify or Delete cleans up after it.
+	r.epoch = s.epoch.Add(1)
+	s.regs[fd] = r
+	if err != nil {
+		return os.NewSyscallError("kevent(modify)", err)
+	}
+	return nil
+}
+
+func (s *kqSelector) Delete(fd int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	old, ok := s.regs[fd]
+	if !ok {
+		return missing("kevent(delete)", fd)
+	}
+	delete(s.regs, fd)
+	if !fdOpen(fd) {
+		// Closing it took its filters out of the kernel already.
+		s.epoch.Add(1)
+		return os.NewSyscallError("kevent(delete)", unix.EBADF)
+	}
+	var raw [maxChanges * keventWords]uint64
+	changes := keventsIn(raw[:], maxChanges)
+	n := changesFor(changes, fd, old, nil)
+	err := s.apply(changes[:n])
+	s.epoch.Add(1)
+	if err != nil {
+		return os.NewSyscallError("kevent(delete)", err)
+	}
+	return nil
+}
