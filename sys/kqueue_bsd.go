@@ -43,12 +43,16 @@ const defaultBackend = BackendKqueue
 //   - Select loads epoch before each wait. A registration whose stamp is not
 //     newer than that value was in the kernel, unchanged, before the wait
 //     began, so an event harvested by the wait belongs to it.
-//   - Oneshot: the kernel drops a oneshot filter once it fires, but the
-//     registration's other filter stays armed. Select deletes it, under mu,
-//     only when the registration passes the check above, so a concurrent
-//     Modify that re-armed the descriptor is never undone. When the check
-//     fails the leftover filter may fire once more; package poll suppresses
-//     that second event.
+//   - Oneshot: a oneshot registration makes one event, whichever of its
+//     filters fire and however many times, until Modify replaces it. The
+//     kernel drops a oneshot filter once it fires, but the other filter
+//     stays armed, and a filter re-added by a Modify during the wait may
+//     fire too. So Select looks up each oneshot kevent in regs, under mu:
+//     it makes an event only for the current registration with the key it
+//     carries, and only once (kqReg.spent); in the same hold of mu it
+//     deletes the filters the registration has left, so a concurrent
+//     Modify, which installs a new registration, is never undone. The
+//     contract holds here, without help from package poll.
 type kqSelector struct {
 	kq     int
 	waker  kqWaker
@@ -70,7 +74,7 @@ type kqSelector struct {
 	buf      []unix.Kevent_t // results, pointer-free memory
 	changes  []unix.Kevent_t // oneshot clean-up, pointer-free memory
 	receipts []unix.Kevent_t // its receipts, pointer-free memory
-	fired    []kqFired       // per event filled: what fired
+	harvest  []kqHarvest     // per event filled: what the harvest saw
 	merge    map[uint64]int  // key -> index in events, within one call
 }
 

@@ -15,6 +15,7 @@ type kqReg struct {
 	mode     Mode
 	epoch    uint64 // value of kqSelector.epoch once it reached the kernel
 	tag      uint32 // what udata holds where it cannot hold the key
+	spent    bool   // oneshot: its one event has been made (collect)
 }
 
 // udataOf is what a registration's filters carry in udata.
