@@ -1,7 +1,8 @@
 // Package sys is unipoll's operating-system layer: one Selector per kernel
 // readiness mechanism (epoll on Linux, kqueue on the BSDs and darwin, poll(2)
-// on every unix) behind one small contract, plus the Waker each selector uses
-// to be interrupted from another goroutine.
+// on every unix) behind one small contract, and the waker (eventfd,
+// EVFILT_USER or a pipe) through which Wake interrupts a Select from
+// another goroutine.
 //
 // The package knows nothing about tokens, registrations or handlers: a
 // descriptor is registered with an opaque 64-bit key chosen by the caller

@@ -21,7 +21,9 @@ const defaultBackend = BackendKqueue
 // Each registration is up to two kernel filters on its descriptor:
 // EVFILT_READ for Readable (EV_EOF on it is Hup) and EVFILT_WRITE for
 // Writable. Edge adds EV_CLEAR and Oneshot EV_ONESHOT to both. Priority has
-// no portable filter and is never reported.
+// no portable filter and is never reported; nor is a hang-up or error of a
+// registration whose interest has neither Readable nor Writable, since it
+// has no filter to carry EV_EOF.
 //
 // One concept per file:
 //   - kqueue_kevent_bsd.go: kevents in pointer-free memory, keys in udata;

@@ -24,7 +24,8 @@ import (
 // descriptor that hangs up and stays registered costs an idle Poll a
 // handful of wake-ups in its first second and one a second after that,
 // instead of one every 10ms; and a new condition on it is seen within
-// restMax (Traits.RestLatency). Modify, Delete and a Rearm that asks for a
+// restMax of arriving (Traits.RestLatency adds restFirst to that, as a
+// margin for the look itself). Modify, Delete and a Rearm that asks for a
 // quiet condition again end a rest at once.
 const (
 	restFirst = 10 * time.Millisecond

@@ -45,9 +45,9 @@ func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool,
 
 		s.mu.Lock()
 		s.blocked = false
-		out, fired := 0, false
+		out, wakerReady := 0, false
 		if err == nil && n > 0 {
-			fired = s.pfds[0].Revents != 0
+			wakerReady = s.pfds[0].Revents != 0
 			out = s.collectLocked(events)
 		}
 		s.mu.Unlock()
@@ -59,7 +59,7 @@ func (s *pollSelector) Select(events []Event, timeout time.Duration) (int, bool,
 			return 0, false, os.NewSyscallError("poll", err)
 		}
 		woken := false
-		if fired {
+		if wakerReady {
 			s.waker.drain() // before reset: see the invariants
 			s.gate.reset()
 			woken = s.wakeCalled.Swap(false)

@@ -41,9 +41,10 @@ func init() {
 //     in Select; pfds[0] is the waker, pfds[i] for i >= 1 was built from
 //     slots[i].e when its generation was slots[i].gen, and i == e.idx+1 as
 //     long as dirty is clear.
-//   - Add and Delete change the list, and Modify the registration: each
-//     bumps the entry's generation and sets dirty, so Select rebuilds the
-//     array before it polls again. Rearm and the end of a rest change only
+//   - Add appends a new entry (generation 0) to the list; Delete takes an
+//     entry out of it and Modify changes one, and both bump its generation.
+//     All three set dirty, so Select rebuilds the array before it polls
+//     again. Rearm and the end of a rest change only
 //     which conditions an entry asks for: they queue the entry in patch,
 //     and Select rewrites its pollfd in place (or rebuilds, if dirty).
 //   - A result is reported only if its entry's generation still equals the
@@ -64,7 +65,7 @@ func init() {
 //     the reset but drained before it was polled would leave the gate
 //     pending over an empty waker, and every later Wake would coalesce into
 //     that lost write. Drained first, the waker holds exactly the period's
-//     one write (which is what fired); a Wake between drain and reset finds
+//     one write (which is what made it readable); a Wake between drain and reset finds
 //     the gate pending and writes nothing, and is answered by this Select.
 //   - wakeCalled tells a caller's Wake from a nudge. Wake sets it before
 //     wakeGate.begin; Select, after seeing the waker fire, drains it, resets

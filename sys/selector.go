@@ -16,9 +16,6 @@ const (
 	Error
 	Hup
 	Priority
-
-	// AllReady is the union of every readiness bit.
-	AllReady = Readable | Writable | Error | Hup | Priority
 )
 
 // Mode is a trigger mode, a bit set of Edge, Level and Oneshot.
@@ -108,11 +105,14 @@ type Counters struct {
 // selecting goroutine and waits for it to leave first.
 //
 // Errors, the same on every backend: Add of a registered descriptor fails
-// with EEXIST; Modify, Delete or Rearm of a descriptor that is open but not
-// registered with ENOENT; any of them on a descriptor that is not open with
-// EBADF (Delete of a registered descriptor that has been closed also
-// removes it); a kind the kernel cannot watch with EPERM; every method
-// after Close with ErrClosed. Delete a descriptor before closing it.
+// with EEXIST; Modify or Delete of a descriptor that is open but not
+// registered with ENOENT; Add, Modify or Delete of a descriptor that is not
+// open with EBADF (Delete of a registered descriptor that has been closed
+// also removes it); Rearm answers ENOENT and EBADF the same way only where
+// edge is emulated, and checks nothing where it is native (see Rearm); a
+// descriptor the kernel refuses to watch (epoll: a regular file) fails with
+// EPERM; every method after Close with ErrClosed. Delete a descriptor
+// before closing it.
 //
 // Modes mean the same everywhere:
 //   - Level: an event on every Select while the descriptor is ready.
@@ -125,10 +125,14 @@ type Counters struct {
 //     caller that re-arms after EAGAIN.
 //   - Oneshot: after one event the descriptor is disarmed until Modify;
 //     no second event is reported for it, whichever filter fired.
-//   - A hang-up or error is reported whatever the interest. Under Edge it
-//     is reported once; a descriptor whose only readiness is such a lasting
-//     condition already reported may rest out of the kernel's view, and is
-//     looked at again within Traits.RestLatency.
+//   - A hang-up or error is reported whatever the interest (on kqueue, by
+//     the filter of Readable or Writable, so only when the interest has one
+//     of them). Under Edge it is reported once; a descriptor whose only
+//     readiness is such a lasting condition already reported may rest out
+//     of the kernel's view, and is looked at again within
+//     Traits.RestLatency. What to do with a lasting condition the caller
+//     did not ask for is the caller's policy (package poll parks such a
+//     registration in Edge, see ARCHITECTURE.md), not the selector's.
 type Selector interface {
 	// Add registers fd with key, interest (readiness bits) and mode.
 	Add(fd int, key uint64, interest uint32, mode Mode) error

@@ -16,7 +16,7 @@ import (
 //
 // The methods do no coalescing; the selector's wakeGate does: wake is called
 // only by the goroutine that won wakeGate.begin, and drain just BEFORE
-// wakeGate.reset (see pollSelector for why the order matters).
+// wakeGate.reset (waker.go says why the order matters).
 type fdWaker interface {
 	// fd is the descriptor to poll for readability.
 	fd() int
