@@ -3,6 +3,7 @@
 package sys
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -148,13 +149,9 @@ func (s *kqSelector) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	err1 := s.waker.close()
-	err2 := unix.Close(s.kq)
-	if err1 != nil {
-		return err1
+	err := s.waker.close()
+	if cerr := unix.Close(s.kq); cerr != nil {
+		err = errors.Join(err, os.NewSyscallError("close(kqueue)", cerr))
 	}
-	if err2 != nil {
-		return os.NewSyscallError("close(kqueue)", err2)
-	}
-	return nil
+	return err
 }

@@ -3,6 +3,7 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -73,13 +74,8 @@ func (p *pipeWaker) drain() {
 }
 
 func (p *pipeWaker) close() error {
-	err1 := unix.Close(p.r)
-	err2 := unix.Close(p.w)
-	if err1 != nil {
-		return fmt.Errorf("close waker pipe: %w", err1)
-	}
-	if err2 != nil {
-		return fmt.Errorf("close waker pipe: %w", err2)
+	if err := errors.Join(unix.Close(p.r), unix.Close(p.w)); err != nil {
+		return fmt.Errorf("close waker pipe: %w", err)
 	}
 	return nil
 }
