@@ -132,7 +132,7 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 		n.epoch = p.epoch
 		n.idle = 0
 		ev.push(Token(n.tokens[slot].Load()), ready)
-		p.userBusy = true
+		p.spinNext = true
 		return !oneshot
 	}
 }

@@ -41,7 +41,7 @@ type Poll struct {
 	held      nodeRing   // consumer: linked Registrations it holds (held.go)
 	epoch     uint64     // consumer: number of the current pass
 	userFirst bool       // consumer: which kind of source goes first
-	userBusy  bool       // consumer: the last call delivered Registration events
+	spinNext  bool       // consumer: the last call reported Registration events, so the next spins before it blocks
 	spinWait  time.Duration
 
 	regMu sync.Mutex

@@ -30,15 +30,15 @@ func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
 		return 0, ErrClosed
 	}
 	p.stats.polls.Add(1)
-	spin := p.userBusy
-	p.userBusy = false
+	spin := p.spinNext
+	p.spinNext = false
 	var start time.Time
 	if timeout > 0 {
 		start = time.Now()
 	}
 	left := timeout
 	for {
-		busy, err := p.pollOnce(ev, left, spin)
+		again, err := p.pollOnce(ev, left, spin)
 		spin = false
 		if err != nil {
 			return 0, err
@@ -49,9 +49,10 @@ func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
 		if p.closed.Load() {
 			return 0, ErrClosed
 		}
-		if busy {
-			// A producer is half-way through linking a node; it will be
-			// done in a moment. Let it run rather than sleep.
+		if again {
+			// User space has something this pass could not report: most
+			// often a producer half-way through linking a node, which
+			// will be done in a moment. Let it run rather than sleep.
 			runtime.Gosched()
 		}
 		if timeout > 0 {
@@ -63,32 +64,38 @@ func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
 }
 
 // pollOnce makes one pass: due delays, the readiness queue and the selector.
-// It reports busy when the queue was caught mid-link and may hold more.
-func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (busy bool, err error) {
+// spin lets it watch the queue for a while before it blocks (spinNext).
+//
+// It reports again when user space has more than the pass could report:
+// the readiness queue was caught mid-link (a producer is half-way through
+// linking a node), a held node has something to report, or something
+// arrived while it spun. Such a pass does not block in the selector, and
+// the caller goes round again.
+func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (again bool, err error) {
 	p.epoch++
 	userFirst := p.userFirst
 	p.userFirst = !userFirst
 
 	p.wheel.expire()
 	if userFirst {
-		busy = p.drainQueue(ev)
+		again = p.drainQueue(ev)
 	}
 	var w wakeup
 	if !ev.full() {
-		if ev.Len() == 0 && !busy && timeout != 0 {
+		if ev.Len() == 0 && !again && timeout != 0 {
 			// About to block: producers must link and wake for every
 			// node again, unless a held one has something to report.
 			if p.releaseHeld() || spin && p.spinForQueue(timeout) {
-				busy = true // something is there: do not block
+				again = true
 			}
 		}
-		if w, err = p.selectInto(ev, timeout, busy); err != nil {
+		if w, err = p.selectInto(ev, timeout, again); err != nil {
 			return false, err
 		}
 		p.wheel.expire()
 	}
 	if p.drainQueue(ev) {
-		busy = true
+		again = true
 	}
 	if w.slept {
 		switch {
@@ -98,7 +105,7 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (busy bool
 			p.stats.emptyWakeups.Add(1)
 		}
 	}
-	return busy, nil
+	return again, nil
 }
 
 // wakeup describes how a blocking select ended.
@@ -109,9 +116,10 @@ type wakeup struct {
 }
 
 // selectInto asks the OS selector for as many events as ev has room for,
-// blocking only when nothing is pending in user space.
-func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) (w wakeup, err error) {
-	if ev.Len() > 0 || busy {
+// blocking only when the pass has found nothing: no event in ev, and not
+// again (see pollOnce).
+func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wakeup, err error) {
+	if ev.Len() > 0 || again {
 		timeout = 0
 	}
 	shortened := false
@@ -157,14 +165,14 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, busy bool) (w wakeu
 // drainQueue hands newly linked Registrations to the held list and reports
 // held nodes into ev until it is full or each has been looked at once in
 // this pass. It reports whether the queue was caught mid-link.
-func (p *Poll) drainQueue(ev *Events) (busy bool) {
+func (p *Poll) drainQueue(ev *Events) (midLink bool) {
 	if ev.full() {
 		return false
 	}
 	for {
-		n, b := p.queue.pop()
+		n, m := p.queue.pop()
 		if n == nil {
-			busy = b
+			midLink = m
 			break
 		}
 		n.idle = 0
@@ -180,12 +188,13 @@ func (p *Poll) drainQueue(ev *Events) (busy bool) {
 	if d := ev.Len() - before; d > 0 {
 		p.stats.userEvents.Add(uint64(d))
 	}
-	return busy
+	return midLink
 }
 
 // spinForQueue watches the readiness queue for up to spinWait (never longer
 // than timeout) before the consumer commits to blocking, and reports whether
-// something arrived. A producer that links a node while the consumer spins
+// something arrived. Poll asks for it when the previous call reported
+// Registration events (spinNext). A producer that links a node while the consumer spins
 // finds it awake and writes no wake-up: under a steady stream of
 // SetReadiness this turns one system call per Poll into almost none. It
 // yields the processor every few dozen looks, so a producer that shares the

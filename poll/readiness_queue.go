@@ -129,8 +129,8 @@ func (q *readinessQueue) push(n *regNode) error {
 }
 
 // pop unlinks the oldest node. It returns nil when the queue is empty, and
-// nil with busy set when a producer is half-way through link.
-func (q *readinessQueue) pop() (n *regNode, busy bool) {
+// nil with midLink set when a producer is half-way through link.
+func (q *readinessQueue) pop() (n *regNode, midLink bool) {
 	tail := q.tail
 	next := tail.next.Load()
 	if tail == &q.stub {
