@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/sys"
@@ -141,7 +142,7 @@ func benchCPUNow() int64 {
 // benchPadded keeps a counter on its own cache line.
 type benchPadded struct {
 	v atomic.Uint64
-	_ [56]byte
+	_ cpu.CacheLinePad
 }
 
 // benchBaseline is a system-call baseline that this OS has:

@@ -2,6 +2,8 @@ package poll
 
 import (
 	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
 )
 
 // The readiness queue carries Registrations that may have become ready from
@@ -81,14 +83,17 @@ import (
 // of SetReadiness to a sleeping Poll costs one wake-up. The closed state is
 // final: after Poll.Close producers do nothing.
 type readinessQueue struct {
-	// Read-mostly: written once each, read by every producer.
+	// Read-mostly: written once each, read by every producer. A whole
+	// cache line of padding on each side of head keeps the producers'
+	// exchanges on it from invalidating these or the consumer's fields,
+	// wherever the queue lands within its Poll.
 	wake   func()      // writes the selector's waker
 	closed atomic.Bool // set by Poll.Close, before sleep becomes queueClosed
-	_      [48]byte
+	_      cpu.CacheLinePad
 
 	head atomic.Pointer[regNode] // producers: last linked node
-	_    [56]byte                // keep head's cache line apart from the consumer's
-	tail *regNode                // consumer: next node to unlink (or stub)
+	_    cpu.CacheLinePad
+	tail *regNode // consumer: next node to unlink (or stub)
 	// sleep is queueAwake, queueAsleep or queueClosed; the consumer writes
 	// it around every blocking select, so producers read it only when they
 	// link a node.
