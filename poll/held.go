@@ -9,9 +9,10 @@ package poll
 // the queue's head, no link store into another node, and no wake-up, which
 // are the costly, cache-line-bouncing part of a push. The consumer goes
 // round the held list in FIFO order, so nothing set on a held node is
-// missed, and before it blocks it releases every held node (clears queued),
-// so that a later SetReadiness links the node and wakes it again. See the
-// invariants in readiness_queue.go. The gain is for a consumer that keeps
+// missed. Before it blocks it releases every held node that has nothing to
+// report (clears queued), so that a later SetReadiness links the node and
+// wakes it again, and it does not block if one has something (invariant 4
+// in readiness_queue.go, with the others). The gain is for a consumer that keeps
 // busy: one that blocks between events releases everything each time, and
 // producers push as before.
 
