@@ -11,7 +11,7 @@
 //
 // # What is modelled
 //
-// model.go keeps, for every source registered with one Poll, its token,
+// The model keeps, for every source registered with one Poll, its token,
 // interest, mode (Edge, Level, Oneshot), armed state, readiness, whether a
 // notification is owed (an edge arrived, or it was registered while ready)
 // or merely allowed (a spurious one), and for each Poll call decides what
@@ -41,6 +41,15 @@
 // modelled member by member with the same rules, so that the held list
 // grows, wraps around, releases idle members and is trimmed under the
 // model.
+//
+// Its core is four files: model.go (the vocabulary: the kind and impl
+// interfaces, the backend's traits, the model of one source),
+// model_world.go (the world: one Poll, its sources, logging and failure
+// messages, the notifications kinds report), model_ops.go (the generic
+// operations the state machine draws) and model_oracle.go (one Poll call
+// checked against the model, which it then advances). The steps that reach
+// past one busy goroutine have a file each (model_lag.go,
+// model_blocked.go, model_crowd.go).
 //
 // One file per kind of source: model_fd.go (an end of a unix socket pair,
 // with the peer's writes, reads, half-closes and close; the read end of a
@@ -99,6 +108,11 @@
 //     close with data unread) with only short Polls in between: lasting
 //     conditions arriving one after the other on parked or resting
 //     descriptors.
+//   - TestChannelStateMachine, TestChannelConcurrentSenders
+//     (channel_test.go): the state machine with channels as the only kind
+//     of source; producers with Senders of their own (Send, or TrySend
+//     driven by Writable) against one consumer in a drawn mode, every value
+//     arriving once and in order, the disconnection after the last value.
 //   - TestFairness (fairness_test.go): always-ready sources, a small
 //     buffer: none waits more than 2n+2 calls (rule 11).
 //   - TestDelayTiming, TestIdlePoll (timing_test.go): rule 10.
