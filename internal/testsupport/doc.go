@@ -1,0 +1,20 @@
+// Package testsupport holds the helpers that the tests and benchmarks of
+// several unipoll packages share, so that each exists once. It is for
+// _test.go files only: no library code imports it.
+//
+// Waiting, never sleeping, for something another goroutine does:
+//   - EventWait, NoEventWait: how long a test waits for what must happen,
+//     and how long a Poll call waits to show that nothing does.
+//   - Eventually: whether a condition comes to hold within a deadline.
+//   - WaitFor: Eventually with EventWait, failing the test otherwise.
+//
+// Resources:
+//   - OpenFds, OpenFdsNow: the process's open descriptors, for leak tests.
+//
+// Benchmarks:
+//   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric.
+//   - Latency, Waiter, LatencySettle: how long a blocked goroutine takes to
+//     run after another one wakes it (median-ns, p90-ns).
+//   - RawEventfd (Linux): the system-call baseline, an eventfd watched by
+//     an epoll instance of its own, with nothing of unipoll in between.
+package testsupport
