@@ -10,29 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/sys"
 )
-
-// benchCPU starts measuring the process's CPU time (all threads, user and
-// system) and returns a function that reports it per op as cpu-ns/op: on a
-// shared machine, unlike wall time, it leaves out the time spent waiting for
-// a core.
-func benchCPU(b *testing.B) func() {
-	start := benchCPUNow()
-	return func() {
-		b.ReportMetric(float64(benchCPUNow()-start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
-func benchCPUNow() int64 {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // benchWakeEnd is one side of a wake-up: something a goroutine can block on
 // (wait) and another goroutine can interrupt (wake).
@@ -135,7 +115,7 @@ func BenchmarkWake(b *testing.B) {
 		roundTrip() // warm the selectors' buffers
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := benchCPU(b)
+		cpu := testsupport.BenchCPU(b)
 		for range b.N {
 			roundTrip()
 		}
@@ -171,7 +151,7 @@ func BenchmarkWakeSelf(b *testing.B) {
 		once() // warm the selector's buffer
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := benchCPU(b)
+		cpu := testsupport.BenchCPU(b)
 		for range b.N {
 			once()
 		}
