@@ -16,15 +16,13 @@ package poll
 
 import (
 	"fmt"
-	"runtime"
-	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/sys"
 )
 
@@ -119,26 +117,6 @@ func benchNofile(b *testing.B, need uint64) {
 // some systems and int64 on others.
 func benchSetLimit[T int64 | uint64](cur, hard *T, v uint64) { *cur, *hard = T(v), T(v) }
 
-// benchCPU starts measuring the process's CPU time (all threads, user and
-// system) and returns a function that reports it per op as cpu-ns/op. On a
-// shared machine wall time includes the time the benchmark's threads wait
-// for a core; CPU time does not, and for multi-goroutine benchmarks it also
-// shows what spinning or extra system calls cost.
-func benchCPU(b *testing.B) func() {
-	start := benchCPUNow()
-	return func() {
-		b.ReportMetric(float64(benchCPUNow()-start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
-func benchCPUNow() int64 {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // benchPadded keeps a counter on its own cache line.
 type benchPadded struct {
 	v atomic.Uint64
@@ -156,18 +134,6 @@ var (
 	benchNotifyBaselines  []benchBaseline // BenchmarkNotifyThroughput
 	benchLatencyBaselines []benchBaseline // BenchmarkWakeLatency
 )
-
-// benchUntil spins until cond holds, failing the benchmark after a generous
-// deadline (which only matters when something is broken).
-func benchUntil(b *testing.B, what string, cond func() bool) {
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
-}
 
 // benchUnipollName names the unipoll variant of a comparison: "unipoll" on
 // the default (best) backend, "unipoll-<backend>" on the others.
@@ -206,7 +172,7 @@ func BenchmarkPollReady(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := benchCPU(b)
+			cpu := testsupport.BenchCPU(b)
 			for range b.N {
 				n, err := p.Poll(ev, 0)
 				if err != nil || n != 2 {
@@ -263,7 +229,7 @@ func benchOneReadyAmongN(b *testing.B, backend string, n int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := benchCPU(b)
+	cpu := testsupport.BenchCPU(b)
 	for range b.N {
 		got, err := p.Poll(ev, 0)
 		if err != nil || got != 1 || ev.At(0).Token != want {
@@ -292,7 +258,7 @@ func BenchmarkSetReadinessQueued(b *testing.B) {
 		s := setup(b)
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := benchCPU(b)
+		cpu := testsupport.BenchCPU(b)
 		for range b.N {
 			if err := s.SetReadiness(Readable); err != nil {
 				b.Fatal(err)
@@ -334,7 +300,7 @@ func BenchmarkSetThenPoll(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu := benchCPU(b)
+				cpu := testsupport.BenchCPU(b)
 				for range b.N {
 					if err := s.SetReadiness(Readable); err != nil {
 						b.Fatal(err)
@@ -439,7 +405,7 @@ func benchNotifyUnipoll(b *testing.B, backend string) {
 	var setCalls, allowed uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := benchCPU(b)
+	cpu := testsupport.BenchCPU(b)
 	for i := range total {
 		if i-allowed >= benchNotifyWindow {
 			allowed = credit.await(i)
@@ -522,7 +488,7 @@ func benchNotifyChan(b *testing.B) {
 	var sends uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := benchCPU(b)
+	cpu := testsupport.BenchCPU(b)
 	for i := range total {
 		ch <- Token(i % benchNotifyRegs)
 		sends++
@@ -598,9 +564,9 @@ func benchWakeCoalescing(b *testing.B, backend string, regs int) {
 	s0 := p.Stats()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := benchCPU(b)
+	cpu := testsupport.BenchCPU(b)
 	for range b.N {
-		benchUntil(b, "the consumer to sleep", asleep)
+		testsupport.WaitFor(b, "the consumer to sleep", asleep)
 		w0 := p.Stats().WakerWrites
 		for j := range burst {
 			if err := sets[j%regs].SetReadiness(Readable); err != nil {
@@ -643,18 +609,12 @@ func benchWakeCoalescing(b *testing.B, backend string, regs int) {
 //   - eventfd: a write(2) to an (edge-triggered) eventfd wakes a goroutine
 //     blocked in epoll_wait(2) on it.
 //
-// Handshake, per sample: the waiter goroutine returns from its wait, takes
-// its timestamp and sends it to the benchmark goroutine, and goes straight
-// back to waiting. The benchmark goroutine, on receiving it, waits until the
-// waiter is blocked again: for unipoll until the queue's sleep word says so,
-// and then, for both, benchLatencySettle more (busy-waiting on its own core),
-// long enough for the waiter to be inside the system call and for the Go
-// runtime to have settled what it does with a thread blocked in one (its P
-// may be retaken after about 20µs; a sample that races with that is slower
-// for reasons that have nothing to do with the wake-up). Only then it takes
-// time.Now() and signals. The latency is the waiter's timestamp minus
-// that one (both monotonic). median-ns and p90-ns are the result; ns/op is
-// the whole cycle including the settle time and means little.
+// The measurement is testsupport.Latency's: the benchmark goroutine waits
+// until the waiter is blocked again (for unipoll until the queue's sleep
+// word says so), lets it settle, and then signals; the latency is from the
+// signal to the waiter's own timestamp. median-ns and p90-ns are the
+// result; ns/op is the whole cycle including the settle time and means
+// little.
 func BenchmarkWakeLatency(b *testing.B) {
 	for _, backend := range sys.Backends() {
 		b.Run(benchUnipollName(backend), func(b *testing.B) {
@@ -664,8 +624,8 @@ func BenchmarkWakeLatency(b *testing.B) {
 			if _, err := p.Poll(ev, 0); err != nil { // warm the Poll's buffers
 				b.Fatal(err)
 			}
-			benchLatency(b, benchWaiter{
-				wait: func() error {
+			testsupport.Latency(b, testsupport.Waiter{
+				Wait: func() error {
 					for {
 						n, err := p.Poll(ev, -1)
 						if err != nil || n > 0 {
@@ -673,72 +633,12 @@ func BenchmarkWakeLatency(b *testing.B) {
 						}
 					}
 				},
-				asleep: func() bool { return p.queue.sleep.Load() == queueAsleep },
-				wake:   func() error { return sets[0].SetReadiness(Readable) },
+				Asleep: func() bool { return p.queue.sleep.Load() == queueAsleep },
+				Wake:   func() error { return sets[0].SetReadiness(Readable) },
 			})
 		})
 	}
 	for _, bl := range benchLatencyBaselines {
 		b.Run(bl.name, bl.run)
 	}
-}
-
-const benchLatencySettle = 50 * time.Microsecond
-
-type benchWaiter struct {
-	wait   func() error // blocks until woken; waiter goroutine only
-	asleep func() bool  // optional: the waiter has committed to blocking
-	wake   func() error // wakes the waiter
-}
-
-func benchLatency(b *testing.B, w benchWaiter) {
-	var stop atomic.Bool
-	stamps := make(chan time.Time, 1)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			err := w.wait()
-			t := time.Now()
-			if err != nil || stop.Load() {
-				errc <- err
-				return
-			}
-			stamps <- t
-		}
-	}()
-	samples := make([]time.Duration, 0, b.N)
-	settle := func() {
-		if w.asleep != nil {
-			benchUntil(b, "the waiter to sleep", w.asleep)
-		}
-		for t := time.Now(); time.Since(t) < benchLatencySettle; {
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		settle()
-		t0 := time.Now()
-		if err := w.wake(); err != nil {
-			b.Fatal(err)
-		}
-		var t1 time.Time
-		select {
-		case t1 = <-stamps:
-		case err := <-errc:
-			b.Fatalf("waiter: %v", err)
-		}
-		samples = append(samples, t1.Sub(t0))
-	}
-	b.StopTimer()
-	stop.Store(true)
-	if err := w.wake(); err != nil {
-		b.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		b.Fatal(err)
-	}
-	slices.Sort(samples)
-	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "median-ns")
-	b.ReportMetric(float64(samples[len(samples)*9/10].Nanoseconds()), "p90-ns")
 }
