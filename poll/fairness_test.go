@@ -38,6 +38,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 const (
@@ -176,7 +178,7 @@ func TestFairnessUserFloodCannotHideSocket(t *testing.T) {
 		defer wg.Wait()
 		defer close(stop)
 		ev := NewEvents(1)
-		waitFor(t, func() bool { return sets0.Load() >= 64 }, "the flood to start")
+		testsupport.WaitFor(t, "the flood to start", func() bool { return sets0.Load() >= 64 })
 		slow := 0
 		for round := range 50 {
 			writeFd(t, b, []byte{1})

@@ -88,7 +88,7 @@ func TestHeldNodesReleasedBeforeBlocking(t *testing.T) {
 		// producer that sets the node later must find it unlinked, link
 		// it and wake the Poll.
 		res := pollAsync(p, ev, eventWait)
-		require.True(t, waitAsleep(p), "Poll did not go to sleep")
+		waitAsleep(t, p)
 		require.Zero(t, r.n.state.Load()&stQueued, "node still queued while the consumer sleeps")
 		w := p.Stats().WakerWrites
 		require.NoError(t, s.SetReadiness(Readable))

@@ -4,23 +4,13 @@ package poll
 // package by goleak in TestMain.
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-)
 
-// openFds counts this process's open descriptors.
-func openFds(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if os.IsNotExist(err) {
-		t.Skip("no /proc/self/fd")
-	}
-	require.NoError(t, err)
-	return len(ents)
-}
+	"github.com/unipoll/unipoll/internal/testsupport"
+)
 
 // Creating and closing 1,000 Polls, each with a socketpair registered and
 // polled, leaves the number of open descriptors where it was: a Poll
@@ -35,7 +25,7 @@ func TestLeakDescriptors(t *testing.T) {
 
 func leakDescriptors(t *testing.T, backend string, n int) {
 	{
-		before := openFds(t)
+		before := testsupport.OpenFds(t)
 		ev := NewEvents(4)
 		for i := range n {
 			p, err := NewWithConfig(Config{Backend: backend})
@@ -55,13 +45,13 @@ func leakDescriptors(t *testing.T, backend string, n int) {
 			require.NoError(t, unix.Close(fds[0]))
 			require.NoError(t, unix.Close(fds[1]))
 		}
-		require.Equal(t, before, openFds(t), "open descriptors before and after %d Polls", n)
+		require.Equal(t, before, testsupport.OpenFds(t), "open descriptors before and after %d Polls", n)
 
 		// A failed NewWithConfig leaks nothing either.
 		for range 100 {
 			_, err := NewWithConfig(Config{Backend: backend, WheelSlots: -1})
 			require.Error(t, err)
 		}
-		require.Equal(t, before, openFds(t))
+		require.Equal(t, before, testsupport.OpenFds(t))
 	}
 }

@@ -13,13 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // Outstanding states of a Registration in the acknowledgement protocol.
@@ -343,7 +345,7 @@ func TestQueueChurn(t *testing.T) {
 			}
 			start := seq.Load()
 			n, err := p.Poll(ev, 5*time.Millisecond)
-			if !assertNoErr(t, err, "Poll") {
+			if !assert.NoError(t, err, "Poll") {
 				break
 			}
 			events += n
@@ -378,41 +380,6 @@ func TestQueueChurn(t *testing.T) {
 		requireQueueEmpty(t, p)
 		t.Logf("%d events for %d registrations", events, total)
 	})
-}
-
-// requireQueueEmpty checks that p holds no Registration: its readiness
-// queue is empty (only the stub), the consumer holds no node and the
-// timing wheel has no entry. Call it with no Poll in progress.
-func requireQueueEmpty(t testing.TB, p *Poll) {
-	t.Helper()
-	p.pollMu.Lock()
-	defer p.pollMu.Unlock()
-	q := &p.queue
-	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
-		"readiness queue still holds nodes")
-	require.Zero(t, p.held.len(), "held list not empty")
-	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
-	p.wheel.mu.Lock()
-	defer p.wheel.mu.Unlock()
-	for pos, head := range p.wheel.heads {
-		require.Equal(t, int32(noEntry), head, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
-	}
-	for l, lv := range p.wheel.levels {
-		require.Zero(t, lv.occupied, "wheel level %d still marks slots occupied", l)
-	}
-	require.Zero(t, p.wheel.entries.Len(), "wheel entries still allocated")
-	require.Zero(t, p.wheel.nodes.Len(), "wheel still holds Registrations")
-}
-
-// assertNoErr reports err (if any) with t.Errorf and returns whether it was
-// nil.
-func assertNoErr(t testing.TB, err error, what string) bool {
-	t.Helper()
-	if err != nil {
-		t.Errorf("%s: %v", what, err)
-		return false
-	}
-	return true
 }
 
 // TestQueuePollCloseWhileProducing closes a Poll while producer goroutines
@@ -522,7 +489,7 @@ func TestQueuePollCloseWhileProducing(t *testing.T) {
 					wg.Wait()
 				}()
 
-				waitFor(t, func() bool { return polled.Load() >= 500 }, "500 events before Close")
+				testsupport.WaitFor(t, "500 events before Close", func() bool { return polled.Load() >= 500 })
 				require.NoError(t, p.Close())
 				closed.Store(true)
 				select {
@@ -532,23 +499,13 @@ func TestQueuePollCloseWhileProducing(t *testing.T) {
 					require.FailNow(t, "Poll did not return after Close")
 				}
 				// Producers keep going against the closed Poll for a while.
-				waitFor(t, func() bool { return afterClose.Load() >= 2000 }, "2000 operations after Close")
+				testsupport.WaitFor(t, "2000 operations after Close", func() bool { return afterClose.Load() >= 2000 })
 				require.ErrorIs(t, p.Close(), ErrClosed)
 				_, err := p.Poll(NewEvents(1), 0)
 				require.ErrorIs(t, err, ErrClosed)
 			})
 		}
 	})
-}
-
-// waitFor waits until cond holds, failing the test after eventWait.
-func waitFor(t testing.TB, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		runtime.Gosched()
-	}
 }
 
 // TestQueueWakeCoalescing: a burst of 1,000 SetReadiness calls (on 1,000
@@ -571,7 +528,7 @@ func TestQueueWakeCoalescing(t *testing.T) {
 			t.Helper()
 			ch := pollAsync(p, ev, -1)
 			if asleep {
-				require.True(t, waitAsleep(p), "Poll did not go to sleep")
+				waitAsleep(t, p)
 			}
 			before := p.Stats().WakerWrites
 			for _, k := range keys {

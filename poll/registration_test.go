@@ -11,96 +11,16 @@ package poll
 // with one Poll call that must return the event, without retry loops.
 
 import (
-	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
-
-// newRegistered makes a Registration, registers it with p and closes it at
-// cleanup.
-func newRegistered(t testing.TB, p *Poll, tok Token, interest Ready, opts PollOpt) (*Registration, *SetReadiness) {
-	t.Helper()
-	r, s := newUnregistered(t)
-	require.NoError(t, p.Register(r, tok, interest, opts), "Register(%d, %s, %s)", tok, interest, opts)
-	return r, s
-}
-
-// newUnregistered makes a Registration closed at cleanup (a Close that the
-// test already did is fine).
-func newUnregistered(t testing.TB) (*Registration, *SetReadiness) {
-	t.Helper()
-	r, s := NewRegistration()
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Errorf("cleanup: Registration.Close: %v", err)
-		}
-	})
-	return r, s
-}
-
-// requireOnly makes one Poll call that must report exactly one event, for
-// tok with readiness want, and nothing else.
-func requireOnly(t testing.TB, p *Poll, ev *Events, tok Token, want Ready) {
-	t.Helper()
-	evs := pollEvents(t, p, ev, noEventWait)
-	require.Equal(t, []Event{{Token: tok, Ready: want}}, evs)
-}
-
-// waitAsleep waits until the goroutine in p.Poll has announced that it is
-// about to block (the queue's sleep word). It returns false if that did not
-// happen within eventWait.
-func waitAsleep(p *Poll) bool {
-	deadline := time.Now().Add(eventWait)
-	for p.queue.sleep.Load() != queueAsleep {
-		if time.Now().After(deadline) {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return true
-}
-
-type pollResult struct {
-	evs []Event
-	err error
-}
-
-// pollAsync starts one p.Poll(ev, timeout) call in a new goroutine and
-// returns the channel its result arrives on.
-func pollAsync(p *Poll, ev *Events, timeout time.Duration) <-chan pollResult {
-	ch := make(chan pollResult, 1)
-	go func() {
-		_, err := p.Poll(ev, timeout)
-		var evs []Event
-		for e := range ev.All() {
-			evs = append(evs, e)
-		}
-		ch <- pollResult{evs, err}
-	}()
-	return ch
-}
-
-// awaitPoll waits for a pollAsync result. If none arrives within eventWait
-// it fails the test after closing p, which makes the stuck Poll return, so
-// that no goroutine is leaked.
-func awaitPoll(t testing.TB, p *Poll, ch <-chan pollResult, what string) pollResult {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(eventWait):
-		_ = p.Close()
-		<-ch
-		require.FailNowf(t, "blocked Poll did not return", "%s: no wake-up within %v", what, eventWait)
-		return pollResult{}
-	}
-}
 
 func TestRegistrationContract(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
@@ -361,7 +281,7 @@ func TestRegistrationContract(t *testing.T) {
 					}
 					for i := range 10 {
 						ch := pollAsync(p, ev, -1)
-						require.True(t, waitAsleep(p), "Poll did not go to sleep")
+						waitAsleep(t, p)
 						done := make(chan error, 1)
 						go func() { done <- s.SetReadiness(Readable) }()
 						res := awaitPoll(t, p, ch, fmt.Sprintf("asleep, iteration %d", i))
@@ -554,7 +474,7 @@ func TestRegistrationReregisterRace(t *testing.T) {
 				}()
 				// On a busy 2-core machine the producers may not have run
 				// at all yet: the race needs them running.
-				waitFor(t, func() bool { return ops.Load() >= 100 }, "the producers to run")
+				testsupport.WaitFor(t, "the producers to run", func() bool { return ops.Load() >= 100 })
 
 				// A round is a Reregister and a Poll; keep going past 1000
 				// rounds until events have been seen, for as long as the

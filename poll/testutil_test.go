@@ -1,7 +1,8 @@
 package poll
 
-// Shared helpers for the poll package's tests. Other test files in this
-// package (descriptor tests, Registration tests) use them, so their names and
+// The one home of the helpers that more than one test file of package poll
+// uses (a helper that serves a single file stays with it; helpers that tests
+// of other packages share too are in internal/testsupport). Their names and
 // signatures are stable: add new helpers rather than changing these.
 //
 // Conventions:
@@ -19,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -28,17 +28,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/sys"
 )
 
 const (
 	// noEventWait is the Poll timeout used to assert that nothing is
-	// reported: long enough for a kernel event already in flight to show,
-	// short enough to keep the suite fast.
-	noEventWait = 20 * time.Millisecond
-	// eventWait is the deadline for something that must happen: generous,
-	// because it only matters when the test is about to fail anyway.
-	eventWait = 5 * time.Second
+	// reported (testsupport.NoEventWait).
+	noEventWait = testsupport.NoEventWait
+	// eventWait is the deadline for something that must happen
+	// (testsupport.EventWait).
+	eventWait = testsupport.EventWait
 )
 
 // ---------------------------------------------------------------------------
@@ -92,6 +92,31 @@ func newPollConfig(t testing.TB, c Config) *Poll {
 		}
 	})
 	return p
+}
+
+// ---------------------------------------------------------------------------
+// Registrations
+
+// newRegistered makes a Registration, registers it with p and closes it at
+// cleanup.
+func newRegistered(t testing.TB, p *Poll, tok Token, interest Ready, opts PollOpt) (*Registration, *SetReadiness) {
+	t.Helper()
+	r, s := newUnregistered(t)
+	require.NoError(t, p.Register(r, tok, interest, opts), "Register(%d, %s, %s)", tok, interest, opts)
+	return r, s
+}
+
+// newUnregistered makes a Registration closed at cleanup (a Close that the
+// test already did is fine).
+func newUnregistered(t testing.TB) (*Registration, *SetReadiness) {
+	t.Helper()
+	r, s := NewRegistration()
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("cleanup: Registration.Close: %v", err)
+		}
+	})
+	return r, s
 }
 
 // ---------------------------------------------------------------------------
@@ -442,6 +467,53 @@ func requireNoEvents(t testing.TB, p *Poll, ev *Events) {
 	require.Empty(t, evs, "want no events")
 }
 
+// requireOnly makes one Poll call that must report exactly one event, for
+// tok with readiness want, and nothing else.
+func requireOnly(t testing.TB, p *Poll, ev *Events, tok Token, want Ready) {
+	t.Helper()
+	evs := pollEvents(t, p, ev, noEventWait)
+	require.Equal(t, []Event{{Token: tok, Ready: want}}, evs)
+}
+
+type pollResult struct {
+	evs []Event
+	err error
+}
+
+// pollAsync starts one p.Poll(ev, timeout) call in a new goroutine and
+// returns the channel its result arrives on.
+func pollAsync(p *Poll, ev *Events, timeout time.Duration) <-chan pollResult {
+	ch := make(chan pollResult, 1)
+	go func() {
+		_, err := p.Poll(ev, timeout)
+		var evs []Event
+		for e := range ev.All() {
+			evs = append(evs, e)
+		}
+		ch <- pollResult{evs, err}
+	}()
+	return ch
+}
+
+// awaitPoll waits for a pollAsync result. If none arrives within eventWait
+// it fails the test after closing p, which makes the stuck Poll return, so
+// that no goroutine is leaked.
+func awaitPoll(t testing.TB, p *Poll, ch <-chan pollResult, what string) pollResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(eventWait):
+		_ = p.Close()
+		<-ch
+		require.FailNowf(t, "blocked Poll did not return", "%s: no wake-up within %v", what, eventWait)
+		return pollResult{}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Waiting for the goroutine in Poll
+
 // waitSelecting waits until p has entered its selector more than before
 // times (see Stats.Selects): a goroutine calling Poll with a negative
 // timeout is then in, or about to enter, its blocking wait. It is how a test
@@ -449,11 +521,42 @@ func requireNoEvents(t testing.TB, p *Poll, ev *Events) {
 // that use it are correct whichever way the race goes.
 func waitSelecting(t testing.TB, p *Poll, before uint64) {
 	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for p.Stats().Selects <= before {
-		require.True(t, time.Now().Before(deadline), "Poll never entered its selector")
-		runtime.Gosched()
+	testsupport.WaitFor(t, "Poll to enter its selector", func() bool { return p.Stats().Selects > before })
+}
+
+// waitAsleep waits until the goroutine in p.Poll has announced that it is
+// about to block (the queue's sleep word), and fails the test if it does
+// not within eventWait.
+func waitAsleep(t testing.TB, p *Poll) {
+	t.Helper()
+	testsupport.WaitFor(t, "Poll to go to sleep", func() bool { return p.queue.sleep.Load() == queueAsleep })
+}
+
+// ---------------------------------------------------------------------------
+// White box
+
+// requireQueueEmpty checks that p holds no Registration: its readiness
+// queue is empty (only the stub), the consumer holds no node and the
+// timing wheel has no entry. Call it with no Poll in progress.
+func requireQueueEmpty(t testing.TB, p *Poll) {
+	t.Helper()
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	q := &p.queue
+	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
+		"readiness queue still holds nodes")
+	require.Zero(t, p.held.len(), "held list not empty")
+	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
+	p.wheel.mu.Lock()
+	defer p.wheel.mu.Unlock()
+	for pos, head := range p.wheel.heads {
+		require.Equal(t, int32(noEntry), head, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
 	}
+	for l, lv := range p.wheel.levels {
+		require.Zero(t, lv.occupied, "wheel level %d still marks slots occupied", l)
+	}
+	require.Zero(t, p.wheel.entries.Len(), "wheel entries still allocated")
+	require.Zero(t, p.wheel.nodes.Len(), "wheel still holds Registrations")
 }
 
 // ---------------------------------------------------------------------------

@@ -145,7 +145,7 @@ func TestWheelDelayFromOtherGoroutine(t *testing.T) {
 				require.NoError(t, long.DelayReadiness(Readable, longDelay))
 			}
 			ch := pollAsync(p, ev, -1)
-			require.True(t, waitAsleep(p), "Poll did not go to sleep")
+			waitAsleep(t, p)
 			const d = 30 * time.Millisecond
 			start := time.Now()
 			require.NoError(t, short.DelayReadiness(Readable, d))
