@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -349,7 +350,7 @@ func TestSendRacesClose(t *testing.T) {
 			}
 		}()
 		close(start)
-		waitFor(t, "some values delivered", func() bool { return delivered.Load() >= int64(r%50) })
+		testsupport.WaitFor(t, "some values delivered", func() bool { return delivered.Load() >= int64(r%50) })
 		require.NoError(t, tx.Close())
 		wg.Wait()
 		next := [2]int{}
@@ -395,7 +396,7 @@ func TestSendRacesReceiverClose(t *testing.T) {
 				}
 			}()
 		}
-		waitFor(t, "a blocked Send", rx.c.sleepingNow)
+		testsupport.WaitFor(t, "a blocked Send", rx.c.sleepingNow)
 		_, _ = rx.TryRecv()
 		require.NoError(t, rx.Close())
 		wg.Wait()

@@ -4,30 +4,20 @@ package channel
 // package by goleak in TestMain.
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
-
-func openFds(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if os.IsNotExist(err) {
-		t.Skip("no /proc/self/fd")
-	}
-	require.NoError(t, err)
-	return len(ents)
-}
 
 // A channel holds no descriptor of its own: creating, using and closing
 // 500 channels with their Polls (Receiver and Sender registered, values
 // sent and polled, a bounded Send blocked and released by Close) leaves
 // the number of open descriptors where it was.
 func TestLeakDescriptors(t *testing.T) {
-	before := openFds(t)
+	before := testsupport.OpenFds(t)
 	ev := poll.NewEvents(4)
 	for i := range 500 {
 		p, err := poll.New()
@@ -43,7 +33,7 @@ func TestLeakDescriptors(t *testing.T) {
 		if i%2 == 0 {
 			done := make(chan error, 1)
 			go func() { done <- tx.Send(i) }()
-			waitFor(t, "Send to block", rx.c.sleepingNow)
+			testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
 			require.NoError(t, rx.Close())
 			require.ErrorIs(t, sendResult(t, done), ErrDisconnected)
 		} else {
@@ -52,5 +42,5 @@ func TestLeakDescriptors(t *testing.T) {
 		require.NoError(t, tx.Close())
 		require.NoError(t, p.Close())
 	}
-	require.Equal(t, before, openFds(t), "open descriptors before and after 500 channels")
+	require.Equal(t, before, testsupport.OpenFds(t), "open descriptors before and after 500 channels")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -145,7 +146,7 @@ func TestBoundedSendBlocks(t *testing.T) {
 	require.NoError(t, tx.Send(1))
 	done := make(chan error, 1)
 	go func() { done <- tx.Send(2) }()
-	waitFor(t, "Send to block", rx.c.sleepingNow)
+	testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
 	select {
 	case err := <-done:
 		t.Fatalf("Send returned (%v) on a full channel", err)
@@ -173,7 +174,7 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 		require.NoError(t, tx.Send(1))
 		done := make(chan error, 1)
 		go func() { done <- tx.Send(2) }()
-		waitFor(t, "Send to block", rx.c.sleepingNow)
+		testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
 		require.NoError(t, rx.Close())
 		require.ErrorIs(t, sendResult(t, done), ErrDisconnected)
 		require.Equal(t, poll.Writable|poll.Hup, waitEvent(t, p, txTok))
@@ -187,7 +188,7 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 		require.NoError(t, tx.Send(1))
 		done := make(chan error, 1)
 		go func() { done <- tx.Send(2) }()
-		waitFor(t, "Send to block", rx.c.sleepingNow)
+		testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
 		require.NoError(t, tx.Close())
 		require.ErrorIs(t, sendResult(t, done), ErrClosed)
 		v, err := rx.TryRecv()

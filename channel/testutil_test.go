@@ -1,24 +1,25 @@
 package channel
 
-// Helpers for this package's tests. Polls are real: poll.New, so the
-// backend is the one UNIPOLL_BACKEND names (CI runs the suite with epoll and
-// with poll). Waiting is for a condition with a deadline, never time.Sleep;
-// a short Poll timeout (noEventWait) is how a test asserts that nothing is
-// reported.
+// Helpers for this package's tests (those several packages share are in
+// internal/testsupport). Polls are real: poll.New, so the backend is the one
+// UNIPOLL_BACKEND names (CI runs the suite with epoll and with poll).
+// Waiting is for a condition with a deadline (testsupport.WaitFor), never
+// time.Sleep; a short Poll timeout (noEventWait) is how a test asserts that
+// nothing is reported.
 
 import (
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
 const (
-	noEventWait = 20 * time.Millisecond
-	eventWait   = 5 * time.Second
+	noEventWait = testsupport.NoEventWait
+	eventWait   = testsupport.EventWait
 )
 
 // newPoll opens a Poll closed at the test's cleanup.
@@ -78,18 +79,5 @@ func recvAll[T any](t testing.TB, rx *Receiver[T]) ([]T, error) {
 			return got, err
 		}
 		got = append(got, v)
-	}
-}
-
-// waitFor waits until cond holds, yielding the processor between looks,
-// and fails after eventWait.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			require.FailNow(t, "timeout", "waiting for %s", what)
-		}
-		runtime.Gosched()
 	}
 }
