@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 	"pgregory.net/rapid"
+
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // soak is the factor PROPTEST_SOAK applies to the amount of checking:
@@ -45,13 +47,13 @@ func TestMain(m *testing.M) {
 	}
 	start := time.Now()
 	time.Sleep(time.Millisecond) // the runtime opens its own poller on first use of a timer
-	fdsBefore := openFds()
+	fdsBefore := testsupport.OpenFdsNow()
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		fmt.Printf("proptest: backends %v, soak x%d, -rapid.checks=%s, -rapid.steps=%s: %d checks, %d operations, %d Poll calls, %d events (%d spurious, allowed by rule 9; %d carried over for lack of room), %d concurrent rounds, in %v\n",
 			backendsUnderTest(), soak, flag.Lookup("rapid.checks").Value, flag.Lookup("rapid.steps").Value,
 			totals.checks.Load(), totals.ops.Load(), totals.polls.Load(), totals.events.Load(),
 			totals.spurious.Load(), totals.carried.Load(), totals.rounds.Load(), time.Since(start).Round(time.Millisecond))
-		if after := openFds(); fdsBefore >= 0 && after > fdsBefore {
+		if after := testsupport.OpenFdsNow(); fdsBefore >= 0 && after > fdsBefore {
 			fmt.Fprintf(os.Stderr, "proptest: %d file descriptors leaked (%d open before the tests, %d after)\n", after-fdsBefore, fdsBefore, after)
 			if code == 0 {
 				code = 1
@@ -68,16 +70,6 @@ func flagSet(name string) (set bool) {
 		}
 	})
 	return set
-}
-
-// openFds counts this process's open descriptors (-1 where /proc is
-// missing).
-func openFds() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
 }
 
 // checkScaled is rapid.Check with factor times the configured number of
