@@ -43,6 +43,9 @@ func (r *nodeRing) push(n *regNode) {
 }
 
 func (r *nodeRing) pop() *regNode {
+	if debugChecks && r.n == 0 {
+		corrupted("pop from an empty held ring")
+	}
 	n := r.buf[r.head]
 	r.buf[r.head] = nil // let the GC have nodes that are dropped
 	r.head = (r.head + 1) & (len(r.buf) - 1)
@@ -99,9 +102,12 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 	}
 	for {
 		old := n.state.Load()
+		if debugChecks {
+			checkHeld(old)
+		}
 		if old&(stDropped|stRegistered) != stRegistered {
 			// Closed or deregistered: unlinked and forgotten (invariant 5).
-			if n.state.CompareAndSwap(old, old&^(stQueued|stFired)) {
+			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stFired)) {
 				return false
 			}
 			continue
@@ -114,7 +120,7 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 			if n.idle < heldIdleScans {
 				return true
 			}
-			if n.state.CompareAndSwap(old, old&^(stQueued|stFired)) {
+			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stFired)) {
 				return false
 			}
 			continue
@@ -125,10 +131,13 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 		s := old&^(stTokMask<<stTokReadShift|stFired) | slot<<stTokReadShift
 		oneshot := opts.IsOneshot()
 		if oneshot {
-			s = stWithInterest(s, 0, opts) &^ stQueued
+			s = stWithInterest(s, 0, opts) &^ (stQueued | stLinked)
 		}
 		if !n.state.CompareAndSwap(old, s) {
 			continue
+		}
+		if debugChecks && n.epoch == p.epoch {
+			corrupted("node reported twice in one pass (invariant 4)")
 		}
 		n.epoch = p.epoch
 		n.idle = 0
@@ -148,12 +157,15 @@ func (p *Poll) releaseHeld() (ready bool) {
 		n := p.held.pop()
 		for {
 			old := n.state.Load()
+			if debugChecks {
+				checkHeld(old)
+			}
 			if stDeliverable(old) {
 				p.held.push(n)
 				ready = true
 				break
 			}
-			if n.state.CompareAndSwap(old, old&^(stQueued|stFired)) {
+			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stFired)) {
 				n.idle = 0
 				break
 			}

@@ -127,6 +127,9 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wake
 		timeout, shortened = p.wheel.sleepTimeout(timeout)
 		if timeout != 0 && p.queue.prepareSleep() {
 			w.slept = true
+			if debugChecks && p.held.len() != 0 {
+				corrupted("the consumer blocks holding nodes (invariant 4)")
+			}
 		} else {
 			timeout = 0
 			p.wheel.awake()
@@ -174,6 +177,9 @@ func (p *Poll) drainQueue(ev *Events) (midLink bool) {
 		if n == nil {
 			midLink = m
 			break
+		}
+		if debugChecks {
+			checkHeld(n.state.Load())
 		}
 		n.idle = 0
 		p.held.push(n)

@@ -115,6 +115,9 @@ func (q *readinessQueue) init(wake func()) {
 
 // link appends n. Any goroutine; see invariant 1 for who may.
 func (q *readinessQueue) link(n *regNode) {
+	if debugChecks && n != &q.stub {
+		checkLink(n)
+	}
 	n.next.Store(nil)
 	prev := q.head.Swap(n)
 	prev.next.Store(n)

@@ -1,0 +1,61 @@
+package poll
+
+// Assertions of impossible states.
+//
+// The readiness queue and the held list rest on invariants
+// (readiness_queue.go) that no test can see directly: a bug that breaks one
+// shows, if at all, operations later, as an event lost or reported twice.
+// Built with the unipoll_debug tag (CI's test runs use it), the producers
+// and the consumer check them where they rely on them and panic at once,
+// as the Go runtime's netpoller throws on "corrupted polldesc", so that a
+// property test fails at the step that broke one, with the stack of the
+// goroutine that did. In a normal build debugChecks is false, and every
+// check, guarded by it, is compiled away.
+//
+// Checked:
+//   - A node is linked at most once, and only by the goroutine whose CAS
+//     set queued (invariant 1): link sets stLinked and must find it clear
+//     and queued set; the consumer clears stLinked in the CAS that clears
+//     queued.
+//   - Every node the consumer takes from the queue or holds has queued set
+//     (invariant 1), and stLinked.
+//   - A node is reported at most once per pass (invariant 4: its epoch).
+//   - The consumer never blocks holding a node (invariant 4: no blocking
+//     without a look; releaseHeld lets go of every node with nothing to
+//     report, and a node with something stops the pass from blocking).
+//   - The consumer never takes from an empty held ring.
+
+// stLinked is the state word's debug bit (see registration.go for the
+// others; bits 32 to 63 are free): link sets it in unipoll_debug builds,
+// the consumer clears it with stQueued. In a normal build nothing sets it,
+// and clearing it is part of a constant mask, which costs nothing.
+const stLinked = uint64(1) << 32
+
+// corrupted reports a broken invariant. Only checks guarded by debugChecks
+// call it.
+func corrupted(what string) {
+	panic("poll: corrupted readiness queue: " + what)
+}
+
+// checkLink is called by link for every node but the stub, before the node
+// is visible to the consumer.
+func checkLink(n *regNode) {
+	old := n.state.Or(stLinked)
+	if old&stLinked != 0 {
+		corrupted("node linked twice (invariant 1)")
+	}
+	if old&stQueued == 0 {
+		corrupted("node linked without queued set (invariant 1)")
+	}
+}
+
+// checkHeld is called with the state word of a node that the consumer takes
+// from the queue or holds.
+func checkHeld(s uint64) {
+	if s&stQueued == 0 {
+		corrupted("held node without queued (invariant 1)")
+	}
+	if s&stLinked == 0 {
+		corrupted("held node that link never saw (invariant 1)")
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unipoll_debug
+
+package poll
+
+// debugChecks is false: the assertions of invariants.go are compiled away.
+// Build with -tags unipoll_debug to turn them on.
+const debugChecks = false
