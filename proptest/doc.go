@@ -148,7 +148,14 @@
 // # Running
 //
 //	go test -race ./proptest/                      # every backend of this build
-//	UNIPOLL_BACKEND=poll go test -race ./proptest/ # one backend (as CI does)
+//	UNIPOLL_BACKEND=poll go test -race ./proptest/ # one backend
+//	go test -race -tags unipoll_debug ./proptest/  # with poll's assertions (as CI does)
+//
+// With -tags unipoll_debug, package poll checks the invariants of its
+// readiness queue and held list where it relies on them and panics at
+// once (poll/invariants.go): rapid reports the panic, with the stack of
+// the operation that broke the invariant, and shrinks the case to the step
+// that did, instead of meeting a lost or doubled event operations later.
 //
 // TestMain raises rapid's steps per check to 60 (unless -rapid.steps or
 // RAPID_STEPS says otherwise), checks for leaked goroutines (goleak) and
