@@ -8,7 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Resting: what the poll(2) backend does with a lasting hang-up or error.
+// Resting: how the poll(2) backend keeps Edge's promise for a lasting
+// hang-up or error, that it is reported once (Selector). It is no policy
+// of its own: what to do with a lasting condition the caller did not ask
+// for is package poll's (ARCHITECTURE.md, "Hang-ups and errors").
 //
 // poll(2) reports POLLHUP and POLLERR whatever a pollfd asks for, and both
 // last. An emulated-edge entry that has reported them and has nothing else
