@@ -162,8 +162,9 @@ func (s *kqSelector) collect(events []Event, harvested []unix.Kevent_t, seen uin
 				r = s.regs[ident]
 			}
 			// The other filter of a registration this harvest has
-			// already spent merges into its event.
-			if j == out || s.harvest[j].spent != r {
+			// already spent merges into its event; any other oneshot
+			// kevent must spend its registration first.
+			if j == out || r == nil || s.harvest[j].spent != r {
 				var ok bool
 				if spends, ok = spendLocked(r, key); !ok {
 					continue
