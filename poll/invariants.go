@@ -25,11 +25,10 @@ package poll
 //     report, and a node with something stops the pass from blocking).
 //   - The consumer never takes from an empty held ring.
 
-// stLinked is the state word's debug bit (see registration.go for the
-// others; bits 32 to 63 are free): link sets it in unipoll_debug builds,
-// the consumer clears it with stQueued. In a normal build nothing sets it,
-// and clearing it is part of a constant mask, which costs nothing.
-const stLinked = uint64(1) << 32
+// stLinked (invariants_debug.go) is the state word's debug bit (see
+// registration.go for the others; bits 32 to 63 are free): link sets it,
+// the consumer clears it with stQueued. In a normal build it is 0, so the
+// masks that clear it are the very constants they would be without it.
 
 // corrupted reports a broken invariant. Only checks guarded by debugChecks
 // call it.
