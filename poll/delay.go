@@ -93,7 +93,7 @@ func (w *wheel) cancelDelayLocked(n *regNode) {
 // readiness once the mutex is released.
 func (w *wheel) fireDelay(idx int32, e *wheelEntry) {
 	n := *w.nodes.Get(uint32(e.key))
-	w.fired = append(w.fired, firedDelay{n, n.delayed})
+	w.dueDelays = append(w.dueDelays, dueDelay{n, n.delayed})
 	n.delayID, n.delayed = wheelID{}, 0
 	n.hasDelay.Store(false)
 	w.nodes.Free(uint32(e.key))

@@ -5,7 +5,7 @@ package poll
 // readiness queue. Every node the readiness queue hands over goes here, and
 // a node the consumer has just reported stays here for a few more Poll
 // calls, still marked queued. A producer that makes a held node ready again
-// sees queued set and only sets stFired in the state word: no exchange on
+// sees queued set and only sets stOwed in the state word: no exchange on
 // the queue's head, no link store into another node, and no wake-up, which
 // are the costly, cache-line-bouncing part of a push. The consumer goes
 // round the held list in FIFO order, so nothing set on a held node is
@@ -81,16 +81,6 @@ func (r *nodeRing) trim() {
 	}
 }
 
-// stDeliverable reports whether a node in state s has an event to report:
-// registered, ready for its interest, and either fired since the last
-// report (edge) or level-triggered.
-func stDeliverable(s uint64) bool {
-	if s&(stDropped|stRegistered) != stRegistered || stPending(s) == 0 {
-		return false
-	}
-	return s&stFired != 0 || stOpts(s).IsLevel()
-}
-
 // visit looks at a held node in this pass of the consumer: it reports it
 // when it is deliverable, and otherwise counts an idle look, releasing it
 // after heldIdleScans of them. It returns whether the node stays held.
@@ -107,7 +97,7 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 		}
 		if old&(stDropped|stRegistered) != stRegistered {
 			// Closed or deregistered: unlinked and forgotten (invariant 5).
-			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stFired)) {
+			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stOwed)) {
 				return false
 			}
 			continue
@@ -120,7 +110,7 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 			if n.idle < heldIdleScans {
 				return true
 			}
-			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stFired)) {
+			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stOwed)) {
 				return false
 			}
 			continue
@@ -128,7 +118,7 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 		ready := stPending(old)
 		opts := stOpts(old)
 		slot := stTokWrite(old)
-		s := old&^(stTokMask<<stTokReadShift|stFired) | slot<<stTokReadShift
+		s := old&^(stTokMask<<stTokReadShift|stOwed) | slot<<stTokReadShift
 		oneshot := opts.IsOneshot()
 		if oneshot {
 			s = stWithInterest(s, 0, opts) &^ (stQueued | stLinked)
@@ -165,7 +155,7 @@ func (p *Poll) releaseHeld() (ready bool) {
 				ready = true
 				break
 			}
-			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stFired)) {
+			if n.state.CompareAndSwap(old, old&^(stQueued|stLinked|stOwed)) {
 				n.idle = 0
 				break
 			}

@@ -38,13 +38,13 @@ func TestHeldNodeReportedAgainWithoutPush(t *testing.T) {
 			held, st := heldState(p, r.n)
 			require.True(t, held, "a reported node stays held")
 			require.NotZero(t, st&stQueued, "a held node stays queued")
-			require.Zero(t, st&stFired, "reporting clears fired")
+			require.Zero(t, st&stOwed, "reporting clears fired")
 
 			// Setting it again while held links nothing into the queue:
 			// the consumer finds it by looking at the held list.
 			require.NoError(t, s.SetReadiness(Readable))
 			require.False(t, p.queue.pending(), "a held node was pushed")
-			require.NotZero(t, r.n.state.Load()&stFired)
+			require.NotZero(t, r.n.state.Load()&stOwed)
 			requireNext(t, p, ev, 1, Readable)
 		})
 	})
@@ -67,7 +67,7 @@ func TestHeldNodeReleasedWhenIdle(t *testing.T) {
 		}
 		held, st := heldState(p, r.n)
 		require.False(t, held, "still held after %d idle calls", heldIdleScans)
-		require.Zero(t, st&(stQueued|stFired), "released node still marked queued or fired")
+		require.Zero(t, st&(stQueued|stOwed), "released node still marked queued or fired")
 
 		// Released, it is linked again by the next edge.
 		require.NoError(t, s.SetReadiness(Readable))

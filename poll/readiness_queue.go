@@ -14,7 +14,7 @@ import (
 //
 // Node state. Each Registration has one regNode whose shared state is one
 // atomic word (see state bits in registration.go): readiness, interest,
-// mode, and the flags queued, fired, registered and dropped. Every change is
+// mode, and the flags queued, owed, registered and dropped (state.go). Every change is
 // a CAS loop on that word, so each transition sees and produces a consistent
 // whole. "Linked" below means: in the readiness queue or in the held list.
 //
@@ -28,19 +28,19 @@ import (
 //     insertion and no double unlink (mio's list corruption). (Poll.Close
 //     forgets the held list with queued still set: producers do nothing
 //     after Close, so nobody links those nodes again.)
-//  2. fired is set by every SetReadiness that sets a bit of the interest
+//  2. owed is set by every SetReadiness that sets a bit of the interest
 //     (an edge), and by a Register or Reregister that finds the node ready
 //     for its new interest (rule 5; one that does not, clears it). The
 //     consumer clears it in the CAS that reports the node and in the one
 //     that unlinks it. UnsetReadiness leaves it, which is harmless: a node
 //     is reported only while something is pending, and pending comes back
 //     only through SetReadiness (a new edge) or Register/Reregister (which
-//     recompute fired). A producer that fires a node either finds queued
+//     recompute owed). A producer that sets owed either finds queued
 //     already set (the node is linked, the consumer looks at it again and
-//     its CAS reads the word after ours) or sets queued itself and links the
-//     node. No readiness is lost between a report and the next edge.
+//     its CAS reads the word after ours) or sets queued itself and links
+//     the node. No readiness is lost between a report and the next edge.
 //  3. The consumer decides with one CAS over the whole word: the event it
-//     reports (readiness&interest), the clear of fired, the disarm of
+//     reports (readiness&interest), the clear of owed, the disarm of
 //     oneshot (interest cleared, and the node unlinked) happen together; the
 //     unlink of a node expects a word with nothing to report. A concurrent
 //     SetReadiness either is included or makes the CAS fail and is seen
@@ -49,10 +49,10 @@ import (
 //     every held node that has nothing to report (releaseHeld), and does
 //     not block if one has something. Between blocks the held list is a
 //     FIFO (a node looked at goes to its back; idle nodes take no room in
-//     ev), so a fired held node is reported within a bounded number of
+//     ev), so an owed held node is reported within a bounded number of
 //     calls. Hence a producer that fires a held node needs no waker write:
 //     the consumer is not blocked, and looks before it blocks. A level node
-//     is reported whenever it is ready, an edge node whenever it has fired.
+//     is reported whenever it is ready, an edge node whenever it is owed one.
 //     A node reported in the current pass waits for the next (its epoch);
 //     a pass that reports anything ends the Poll call, so this keeps "at
 //     most one event per token per Poll call".

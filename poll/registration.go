@@ -7,7 +7,11 @@ import (
 
 // Registration is a user-space source of readiness: an Evented with no
 // descriptor behind it, made ready by its SetReadiness from any goroutine.
-// Channels, timers and signals are built on it.
+// The channel and signal packages' sources are built on it, and so is
+// TimerQueue.
+//
+// The zero Registration (and a nil one) is not usable: its methods return
+// an error wrapping ErrInvalidArgument. Make one with NewRegistration.
 //
 // A Registration is bound to the first Poll it is registered with; it may be
 // deregistered and registered again with that Poll, but not with another.
@@ -17,56 +21,8 @@ type Registration struct{ n *regNode }
 // SetReadiness is the producer side of a Registration. It is safe for
 // concurrent use by any number of goroutines, and it may be used before the
 // Registration is registered: readiness set then is reported once it is.
+// The zero SetReadiness is not usable, as the zero Registration.
 type SetReadiness struct{ n *regNode }
-
-// State word of a regNode. See readiness_queue.go for the invariants.
-const (
-	stReadyShift    = 0
-	stInterestShift = 8
-	stOptsShift     = 16
-	stReadyMask     = uint64(allReady) << stReadyShift
-	stInterestMask  = uint64(allReady) << stInterestShift
-	stOptsMask      = uint64(Edge|Level|Oneshot) << stOptsShift
-	stQueued        = uint64(1) << 24
-	stRegistered    = uint64(1) << 25
-	stDropped       = uint64(1) << 26
-	// The token lives in one of three slots (regNode.tokens). Reregister
-	// writes the new token into a slot that is neither the current one
-	// (write) nor the one the consumer may be reading (read), then
-	// publishes it with the new interest in one CAS; the consumer's
-	// delivering CAS moves read to the current slot. So the token an event
-	// carries always belongs to the same Reregister as the interest that
-	// filtered it, and no slot is overwritten while it is being read.
-	stTokWriteShift = 27
-	stTokReadShift  = 29
-	stTokMask       = uint64(3)
-	// stFired: a SetReadiness (or a Reregister, rule 5) made the node
-	// ready for its interest since the consumer last reported it. It is
-	// what makes an edge for a node that stays queued (held by the
-	// consumer, see held.go); level nodes report whenever they are ready.
-	stFired = uint64(1) << 31
-)
-
-func stTokWrite(s uint64) uint64 { return s >> stTokWriteShift & stTokMask }
-func stTokRead(s uint64) uint64  { return s >> stTokReadShift & stTokMask }
-
-// freeTokenSlot is the slot that is neither written nor read.
-func freeTokenSlot(s uint64) uint64 {
-	w, r := stTokWrite(s), stTokRead(s)
-	for i := uint64(0); ; i++ {
-		if i != w && i != r {
-			return i
-		}
-	}
-}
-
-func stReady(s uint64) Ready    { return Ready(s >> stReadyShift & uint64(allReady)) }
-func stInterest(s uint64) Ready { return Ready(s >> stInterestShift & uint64(allReady)) }
-func stOpts(s uint64) PollOpt   { return PollOpt(s >> stOptsShift & uint64(Edge|Level|Oneshot)) }
-func stPending(s uint64) Ready  { return stReady(s) & stInterest(s) }
-func stWithInterest(s uint64, i Ready, o PollOpt) uint64 {
-	return s&^(stInterestMask|stOptsMask) | uint64(i)<<stInterestShift | uint64(o)<<stOptsShift
-}
 
 type regNode struct {
 	state  atomic.Uint64
@@ -241,11 +197,11 @@ func (n *regNode) arm(p *Poll, t Token, interest Ready, opts PollOpt) error {
 		old := n.state.Load()
 		s := stWithInterest(old, interest, opts) | stRegistered
 		s = s&^(stTokMask<<stTokWriteShift) | slot<<stTokWriteShift
-		s &^= stFired
+		s &^= stOwed
 		if stPending(s) != 0 {
-			s |= stFired
+			s |= stOwed
 		}
-		enqueue := s&stQueued == 0 && s&stFired != 0
+		enqueue := s&stQueued == 0 && s&stOwed != 0
 		if enqueue {
 			s |= stQueued
 		}
@@ -285,9 +241,9 @@ func (n *regNode) set(r Ready) error {
 		s := old | uint64(r)<<stReadyShift
 		// Only bits of the interest make an edge.
 		if old&stRegistered != 0 && r&stInterest(old) != 0 {
-			s |= stFired
+			s |= stOwed
 		}
-		enqueue := old&stQueued == 0 && s&stFired != 0
+		enqueue := old&stQueued == 0 && s&stOwed != 0
 		if enqueue {
 			s |= stQueued
 		}

@@ -80,9 +80,9 @@ type wheel struct {
 	nodes   slab.Slab[*regNode] // delay owner: the Registration of each key
 
 	// Consumer scratch, reused.
-	due      []dueEntry   // entries that came due in one expire, sorted by deadline
-	fired    []firedDelay // delays to fire once mu is released
-	notified []uint16     // owners whose readiness expire set
+	due       []dueEntry // entries that came due in one expire, sorted by deadline
+	dueDelays []dueDelay // delays to fire once mu is released
+	notified  []uint16   // owners whose readiness expire set
 
 	// Totals for Stats.
 	expired, cancelled uint64
@@ -122,8 +122,8 @@ type dueEntry struct {
 // wheelID names one entry. The zero wheelID names none.
 type wheelID struct{ idx, gen uint32 }
 
-// firedDelay is a Registration whose delay came due, to be set outside mu.
-type firedDelay struct {
+// dueDelay is a Registration whose delay came due, to be set outside mu.
+type dueDelay struct {
 	n *regNode
 	r Ready
 }
@@ -273,6 +273,11 @@ func (w *wheel) insert(idx int32, e *wheelEntry) int64 {
 // unlink takes entry idx out of its slot list. mu held.
 func (w *wheel) unlink(idx int32, e *wheelEntry) {
 	pos := int64(e.where)
+	if debugChecks {
+		if e.prev == noEntry && w.heads[pos] != idx || e.prev != noEntry && w.entries.Get(uint32(e.prev)).next != idx {
+			corruptedWheel("entry is not in the slot it names (invariant 1)")
+		}
+	}
 	if e.prev != noEntry {
 		w.entries.Get(uint32(e.prev)).next = e.next
 	} else {
@@ -352,6 +357,9 @@ func (w *wheel) expire() {
 		for idx != noEntry {
 			w.taken++
 			e := w.entries.Get(uint32(idx))
+			if debugChecks && int64(e.where) != pos {
+				corruptedWheel("entry in a slot list other than the one it names (invariant 1)")
+			}
 			next := e.next
 			w.count.Add(-1)
 			switch {
@@ -370,11 +378,11 @@ func (w *wheel) expire() {
 	w.mu.Unlock()
 	// Set delayed readiness outside mu: it may link the Registration into
 	// the readiness queue (lock-free, but no reason to hold mu for it).
-	for i, f := range w.fired {
+	for i, f := range w.dueDelays {
 		_ = f.n.set(f.r)
-		w.fired[i] = firedDelay{}
+		w.dueDelays[i] = dueDelay{}
 	}
-	w.fired = w.fired[:0]
+	w.dueDelays = w.dueDelays[:0]
 }
 
 // fireDue hands the entries that came due to their owners, in deadline
