@@ -91,7 +91,7 @@ type fdReg struct {
 	interest   Ready
 	opts       PollOpt
 	registered bool
-	disarmed   bool // oneshot and already reported
+	disarmed   bool // oneshot and already reported; a parked oneshot registration is plain edge in the kernel, so this is what keeps rule 4 for it
 	// parked: the kernel reported a hang-up or error that the interest
 	// cannot receive. Kernels report those whether asked or not, and they
 	// last, so in the caller's level mode they would wake every Poll

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -415,12 +416,14 @@ func noLostReadiness(t *rapid.T, be string) {
 	// Every bit of the interest must be reported after the last set: for
 	// edge, the last set is an edge whose event carries all of them; for
 	// level and re-armed oneshot, every call reports all of them.
-	deadline := time.Now().Add(ackTimeout)
-	for _, r := range regs {
-		for poll.Ready(r.seen.Load())&interest != interest && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Microsecond)
+	testsupport.Eventually(ackTimeout, func() bool {
+		for _, r := range regs {
+			if poll.Ready(r.seen.Load())&interest != interest {
+				return false
+			}
 		}
-	}
+		return true
+	})
 	close(stop)
 	<-consumerDone
 	for i, r := range regs {

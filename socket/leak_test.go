@@ -4,28 +4,16 @@ package socket
 
 import (
 	"errors"
-	"os"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
 // openFds counts this process's open descriptors.
-func openFds(t *testing.T) int {
-	t.Helper()
-	dir := "/proc/self/fd"
-	if runtime.GOOS != "linux" {
-		dir = "/dev/fd" // darwin and the BSDs (with fdescfs mounted)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
-	}
-	return len(ents)
-}
+func openFds(t *testing.T) int { return testsupport.OpenFds(t) }
 
 // TestNoDescriptorLeak creates and closes 1,000 TCP listener/dial/accept
 // triples (each conn registered with a Poll when closed), 1,000 socket
