@@ -191,7 +191,7 @@ type src struct {
 	armed      bool       // oneshot: false after its event, until Reregister
 	owed       bool       // a notification must come: edge arrived, or registered while ready
 	mayFire    bool       // a notification may come (rule 9)
-	missed     int        // consecutive calls that had no room for a MUST event of it
+	missed     waited     // consecutive calls that had no room for a MUST event of it
 	gone       bool       // released/closed: never reported again
 	graceUntil time.Time  // MUST events of it may be late until then (backend.lastingLatency)
 	mayUntil   time.Time  // a change on it may be reported (late) until then
@@ -217,6 +217,24 @@ func (s *src) String() string {
 	return fmt.Sprintf("%s(token %d, %s, %s%s, owed=%v may=%v, %v)",
 		s.label, s.token, s.interest, s.opts, arm, s.owed, s.mayFire, s.impl)
 }
+
+// waited counts the consecutive full Poll calls that left out a source
+// whose event was due. The fairness bound (world.carryBound) counts at its
+// largest since the wait began: a source that waited behind a thousand
+// others is not starved because most of them have just gone.
+type waited struct{ calls, bound int }
+
+// miss counts one more such call and reports whether the wait is now past
+// the bound.
+func (w *waited) miss(bound int) bool {
+	w.calls++
+	if w.calls == 1 || bound > w.bound {
+		w.bound = bound
+	}
+	return w.calls > w.bound
+}
+
+func (w *waited) reset() { *w = waited{} }
 
 // live is the part of sure readiness that can make an event now: for an
 // emulated edge, not what is quiet. An owed edge is due only while

@@ -51,7 +51,7 @@ type crowdMember struct {
 	owed     bool       // an edge reached the interest since its last event
 	mayFire  bool       // an event may come (an edge whose timing is unknown)
 	inflight poll.Ready // bits a concurrent burst sets during the current call
-	missed   int        // consecutive full calls without its owed event
+	missed   waited     // consecutive full calls without its owed event
 	closed   bool
 }
 
@@ -230,7 +230,8 @@ func (w *world) CrowdRearm(t *rapid.T) {
 			continue
 		}
 		w.expectErr(t, fmt.Sprintf("Reregister of crowd member %d", i), err, nil)
-		m.interest, m.armed, m.missed = interest, true, 0
+		m.interest, m.armed = interest, true
+		m.missed.reset()
 		m.owed, m.mayFire = m.rd&interest != 0, false
 	}
 	w.logf("%s: Reregister(same tokens, %s)", desc, interest)
@@ -393,7 +394,7 @@ func (c *crowd) checkCall(t *rapid.T, w *world, call *pollCall, drained bool, bo
 			if !must {
 				totals.spurious.Add(1)
 			}
-			m.missed = 0
+			m.missed.reset()
 			switch {
 			case m.opts.IsOneshot():
 				m.armed, m.owed, m.mayFire = false, false, false
@@ -414,14 +415,13 @@ func (c *crowd) checkCall(t *rapid.T, w *world, call *pollCall, drained bool, bo
 					w.fatalf(t, "Poll#%d did not report crowd member %d (token %d, %s, %s, ready %s) although it had room (%d of %d): a lost event (rules %s)",
 						call.idx, i, tok, m.interest, m.opts, sure, len(call.order), call.capacity, crowdRules(m))
 				}
-				m.missed++
 				totals.carried.Add(1)
-				if m.missed > bound {
+				if m.missed.miss(bound) {
 					w.fatalf(t, "crowd member %d (token %d, %s, %s, ready %s) was not reported by %d consecutive Poll calls that were full: starved (rules 8, 11)",
-						i, tok, m.interest, m.opts, sure, m.missed)
+						i, tok, m.interest, m.opts, sure, m.missed.calls)
 				}
 			} else {
-				m.missed = 0
+				m.missed.reset()
 			}
 			if armed && fired != 0 {
 				m.owed = true // set during the call, before or after its end

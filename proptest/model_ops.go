@@ -50,7 +50,8 @@ func (w *world) arm(s *src, tok poll.Token, interest poll.Ready, opts poll.PollO
 	}
 	s.registered, s.bound = true, true
 	s.token, s.interest, s.opts, s.armed = tok, interest, opts, true
-	s.missed, s.quiet = 0, 0
+	s.missed.reset()
+	s.quiet = 0
 	sure, maybe := s.impl.ready(interest)
 	s.owed = sure != 0
 	s.mayFire = maybe != 0
@@ -114,7 +115,8 @@ func (w *world) Deregister(t *rapid.T) {
 // deregistered updates the model after a successful Deregister or Close.
 func (w *world) deregistered(s *src, why string) {
 	w.retire(s, why)
-	s.registered, s.owed, s.mayFire, s.missed = false, false, false, 0
+	s.registered, s.owed, s.mayFire = false, false, false
+	s.missed.reset()
 	if tm, ok := s.impl.(timed); ok {
 		tm.rearmed(s)
 	}

@@ -215,7 +215,7 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 			if !must {
 				totals.spurious.Add(1)
 			}
-			s.missed = 0
+			s.missed.reset()
 			switch {
 			case s.opts.IsOneshot():
 				s.armed, s.owed, s.mayFire = false, false, false
@@ -246,17 +246,16 @@ func (w *world) checkCall(t *rapid.T, c *pollCall) {
 				w.fatalf(t, "Poll#%d did not report %s (token %d, %s, %s, ready %s) although it had room (%d of %d)%s: a lost event (rules %s)",
 					c.idx, s.label, s.token, s.interest, s.opts, sure|fired, len(c.order), c.capacity, late, ruleFor(s))
 			}
-			s.missed++
 			totals.carried.Add(1)
-			if s.missed > bound {
+			if s.missed.miss(bound) {
 				w.fatalf(t, "%s (token %d, %s, %s, ready %s) was not reported by %d consecutive Poll calls that were full: starved (rules 8, 11)",
-					s.label, s.token, s.interest, s.opts, sure|fired, s.missed)
+					s.label, s.token, s.interest, s.opts, sure|fired, s.missed.calls)
 			}
 			if !level {
 				s.owed = true
 			}
 		} else {
-			s.missed = 0
+			s.missed.reset()
 		}
 		if s.callMay && !drained {
 			s.mayFire = true // it may be waiting in a queue that did not fit
