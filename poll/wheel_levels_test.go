@@ -197,6 +197,12 @@ func TestWheelTickCostIsWhatExpires(t *testing.T) {
 		dl, now := w.deadlineAfter(time.Hour + time.Duration(i)*time.Microsecond)
 		w.schedule(id, uint64(i), dl, now)
 	}
+	w.mu.Unlock()
+	// Setting a million deadlines takes a while (seconds, under -race on a
+	// busy machine): bring the wheel to the present first, so that the near
+	// ones are placed relative to now. The far ones are untouched by it.
+	w.expire()
+	w.mu.Lock()
 	for i := range near {
 		dl, now := w.deadlineAfter(time.Duration(i+1) * time.Millisecond)
 		w.schedule(id, uint64(far+i), dl, now)
