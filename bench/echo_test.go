@@ -141,10 +141,15 @@ func TestEchoOncePerf(t *testing.T) {
 		t.Skip(err) // no perf, or no permission for the tracepoint
 	}
 	require.NoError(t, err)
-	// The C floor makes one read and one write per message, and a few
-	// epoll_waits: the count must be close to two per message.
+	// The C floor makes one read and one write per message, and at most one
+	// epoll_wait per message. How many waits it makes depends on how many
+	// connections are ready at once, which is up to the scheduler (an idle
+	// machine wakes the server for almost every message), so the count lies
+	// between two and three per message, with room for the edges of the
+	// window (messages in flight when counting starts and stops).
 	perMsg := float64(sc.Total) / float64(res.AllMsgs)
-	require.InDelta(t, 2.0, perMsg, 0.3, "total %d for %d messages", sc.Total, res.AllMsgs)
+	require.GreaterOrEqual(t, perMsg, 1.7, "total %d for %d messages", sc.Total, res.AllMsgs)
+	require.LessOrEqual(t, perMsg, 3.3, "total %d for %d messages", sc.Total, res.AllMsgs)
 }
 
 func TestParsePerfStat(t *testing.T) {
