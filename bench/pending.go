@@ -8,8 +8,6 @@ package main
 // says "not built yet" in the table instead of measuring anything.
 
 func init() {
-	pending(4, "timers", "4. Timers: Set+Cancel and a million pending vs time.AfterFunc and container/heap",
-		"waits for the timer package")
 	pending(7, "resp", "7. RESP: examples/resp vs redis-server under redis-benchmark",
 		"waits for examples/resp")
 }
