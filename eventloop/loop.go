@@ -1,0 +1,187 @@
+package eventloop
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/unipoll/unipoll/channel"
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Loop is a Poll with a dispatcher on top: sources added with Add have
+// their own handlers, which Run calls as their events come, in priority
+// order, one call at a time per source; functions posted from any
+// goroutine run on the loop too.
+//
+// Add, Rearm, Disarm, Remove, Post, Shutdown and WakePollers are safe from
+// any goroutine, also from inside a handler. Run serves the Loop until
+// Shutdown, its context ends, or Close.
+//
+// The zero Loop is not usable: its methods return an error wrapping
+// ErrInvalidArgument (Poll returns nil). Make Loops with New.
+type Loop struct {
+	cfg  Config
+	p    *poll.Poll
+	tab  table
+	lvls levels
+
+	wake    *poll.Registration // Shutdown, removals to finish, WakePollers
+	wakeSet *poll.SetReadiness
+	postTx  *channel.Sender[func(*Loop)]
+	postRx  *channel.Receiver[func(*Loop)]
+
+	// life orders Add against Close: Add holds it for reading, Close for
+	// writing while it marks the Loop closed, so Close's release sees every
+	// source added before.
+	life   sync.RWMutex
+	closed atomic.Bool
+	stop   atomic.Bool // Shutdown was called; sticky
+
+	// mu guards the Run state below and, with several workers, the run
+	// queue and the workers (workers.go). It also makes its holder the
+	// run-queue owner when no Run is active (runq.go).
+	mu      sync.Mutex
+	active  bool     // a Run is in progress
+	closing bool     // Close was called during Run: Run releases on return
+	reaps   []*entry // removed entries whose Removed is for Run to call
+	reapN   atomic.Int32
+	rq      runq
+	multi   *workers // several workers: their shared state, during Run
+
+	lastWorkers []*worker // the workers of the current or last Run, for Stats
+
+	stats stats
+}
+
+// errZeroLoop is returned by the methods of a nil or zero Loop.
+var errZeroLoop = fmt.Errorf("%w: nil or zero eventloop.Loop (make one with eventloop.New)", ErrInvalidArgument)
+
+// New opens a Loop: its Poll, and the Loop's own two sources on it (a
+// Registration that Shutdown and Remove use to wake it, and the channel
+// of posted functions).
+func New(c Config) (*Loop, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p, err := poll.NewWithConfig(c.Poll)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loop{cfg: c, p: p}
+	l.lvls.init()
+	l.rq.ls = &l.lvls
+	l.wake, l.wakeSet = poll.NewRegistration()
+	l.postTx, l.postRx = channel.New[func(*Loop)]()
+	if _, err := l.add(l.wake, poll.Readable, poll.Edge, nil, kindWake, 0); err != nil {
+		return nil, errors.Join(err, l.release())
+	}
+	if _, err := l.add(l.postRx, poll.Readable, poll.Edge, nil, kindPost, 0); err != nil {
+		return nil, errors.Join(err, l.release())
+	}
+	return l, nil
+}
+
+// Poll returns the Loop's Poll, for sources the caller registers itself:
+// their events go to Run's Handler. Use tokens without bit 63 (see
+// IsLoopToken); the Loop's own tokens have it. Do not close the Poll:
+// Close does.
+func (l *Loop) Poll() *poll.Poll {
+	if l == nil {
+		return nil
+	}
+	return l.p
+}
+
+// Sources is the number of sources on the Loop that Add put there and
+// that have not yet been removed for good (their Removed has not yet
+// run), not counting the Loop's own.
+func (l *Loop) Sources() int {
+	if l == nil || l.p == nil {
+		return 0
+	}
+	return l.tab.count() - 2
+}
+
+// wakeUp makes a Poll in progress return, or the next one not block.
+func (l *Loop) wakeUp() { _ = l.wakeSet.SetReadiness(poll.Readable) }
+
+// Shutdown makes Run return once the handlers in progress have returned.
+// It is safe from any goroutine, also from a handler, any number of
+// times, before, during or after Run. A Loop that has been shut down stays
+// so: a later Run returns nil at once.
+func (l *Loop) Shutdown() {
+	if l == nil || l.p == nil {
+		return
+	}
+	l.stop.Store(true)
+	l.wakeUp()
+	l.mu.Lock()
+	if l.multi != nil {
+		l.multi.wakeAllLocked()
+	}
+	l.mu.Unlock()
+}
+
+// Close shuts the Loop down and releases everything it made: every source
+// still on it is removed (its handler's Removed runs), then the Loop's own
+// sources and its Poll are closed. If a Run is in progress, Close stops it
+// and the release happens as Run returns; Close does not wait for that.
+// Closing twice returns an error matching ErrClosed.
+func (l *Loop) Close() error {
+	if l == nil || l.p == nil {
+		return errZeroLoop
+	}
+	l.life.Lock()
+	if l.closed.Swap(true) {
+		l.life.Unlock()
+		return ErrClosed
+	}
+	l.life.Unlock()
+	l.mu.Lock()
+	if l.active {
+		l.closing = true
+		l.mu.Unlock()
+		l.Shutdown()
+		return nil
+	}
+	l.mu.Unlock()
+	l.Shutdown()
+	return l.release()
+}
+
+// release removes every source, closes the Loop's own and the Poll. No
+// Run is active, and none can start (closed is set).
+func (l *Loop) release() error {
+	var errs []error
+	l.tab.each(func(e *entry) {
+		s := e.state.Load()
+		if s&fLive == 0 || e.kind != kindUser {
+			return
+		}
+		if err := l.remove(e, stateGen(s)); err != nil && !errors.Is(err, ErrUnknownToken) {
+			errs = append(errs, err)
+		}
+	})
+	if l.postRx != nil {
+		errs = append(errs, ignoreClosed(l.postRx.Close()), ignoreClosed(l.postTx.Close()))
+	}
+	if l.wake != nil {
+		errs = append(errs, ignoreClosed(l.wake.Close()))
+	}
+	errs = append(errs, ignoreClosed(l.p.Close()))
+	return errors.Join(errs...)
+}
+
+// ignoreClosed drops the errors that mean "already gone": closing or
+// deregistering something closed, or not registered.
+func ignoreClosed(err error) error {
+	if err == nil || errors.Is(err, poll.ErrClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, poll.ErrNotRegistered) {
+		return nil
+	}
+	return err
+}

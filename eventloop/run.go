@@ -1,0 +1,240 @@
+package eventloop
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Run serves the Loop: it polls, routes each event to its source's
+// handler (see Add) or, for sources registered on Poll directly, to h,
+// calls the handlers in priority order, runs posted functions, and, if h
+// is a Ticker, calls h.Tick at the end of each iteration. h may be nil.
+//
+// With Config.Workers above 1, Run starts Workers-1 goroutines besides
+// the caller's and returns when all of them have stopped; h.Ready and
+// h.Tick are then serialised (never run concurrently).
+//
+// Run returns nil after Shutdown or Close, and ctx's error when ctx ends;
+// either way the handlers in progress have returned. It returns at once
+// if ctx has already ended or the Loop has been shut down. Another Run
+// may follow one that ctx ended; a Run while one is in progress returns
+// ErrRunning. An error of the Poll itself ends Run with that error.
+func (l *Loop) Run(ctx context.Context, h Handler) error {
+	if l == nil || l.p == nil {
+		return errZeroLoop
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: eventloop: Run needs a context", ErrInvalidArgument)
+	}
+	l.mu.Lock()
+	switch {
+	case l.closed.Load():
+		l.mu.Unlock()
+		return ErrClosed
+	case l.active:
+		l.mu.Unlock()
+		return ErrRunning
+	}
+	l.active = true
+	l.mu.Unlock()
+
+	rs := &runState{}
+	ws := make([]*worker, l.cfg.Workers)
+	for i := range ws {
+		ws[i] = newWorker(l, i)
+	}
+	l.mu.Lock()
+	l.lastWorkers = ws
+	l.mu.Unlock()
+	stopWatch := context.AfterFunc(ctx, func() { rs.ctxDone.Store(true); l.interrupt() })
+	var err error
+	if l.cfg.Workers > 1 {
+		err = l.runWorkers(rs, h, ws)
+	} else {
+		err = l.runOne(rs, h, ws[0])
+	}
+	stopWatch()
+	l.drainReaps()
+	l.mu.Lock()
+	for len(l.reaps) > 0 { // a Remove that raced the drain
+		l.mu.Unlock()
+		l.drainReaps()
+		l.mu.Lock()
+	}
+	l.active = false
+	for _, w := range ws {
+		l.stats.callsDone.Add(w.calls.load())
+	}
+	closing := l.closing
+	l.mu.Unlock()
+	if closing {
+		if rerr := l.release(); err == nil {
+			err = rerr
+		}
+	}
+	if err == nil && rs.ctxDone.Load() && !l.stop.Load() {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// interrupt wakes a Run for its context's end: Run notices rs.ctxDone.
+// It is Shutdown without the sticky flag.
+func (l *Loop) interrupt() {
+	l.wakeUp()
+	l.mu.Lock()
+	if l.multi != nil {
+		l.multi.wakeAllLocked()
+	}
+	l.mu.Unlock()
+}
+
+// runState is one Run's: its context's end, as a flag the loop reads each
+// iteration.
+type runState struct {
+	ctxDone atomic.Bool
+}
+
+func (l *Loop) stopping(rs *runState) bool { return l.stop.Load() || rs.ctxDone.Load() }
+
+// runOne is Run with one worker: the goroutine that called Run owns the
+// run queue and does everything.
+func (l *Loop) runOne(rs *runState, h Handler, w *worker) error {
+	tick, _ := h.(Ticker)
+	// Entries that asked for Rearm in the last iteration wait in the run
+	// queue for the next Run.
+	defer w.flushNext()
+	for !l.stopping(rs) {
+		w.flushNext()
+		timeout := time.Duration(-1)
+		if l.rq.n > 0 {
+			timeout = 0
+		}
+		n, err := l.p.Poll(w.events, timeout)
+		if err != nil {
+			return fmt.Errorf("eventloop: poll: %w", err)
+		}
+		l.stats.iterations.Add(1)
+		for i := range n {
+			ev := w.events.At(i)
+			if !IsLoopToken(ev.Token) {
+				if h != nil {
+					h.Ready(l, ev)
+				}
+				continue
+			}
+			l.route(ev)
+		}
+		l.dispatch(w)
+		if l.reapN.Load() != 0 {
+			l.drainReaps()
+		}
+		if tick != nil {
+			tick.Tick(l)
+		}
+	}
+	return nil
+}
+
+// route queues the entry an event names, if it is of the token's
+// generation and live (invariant 1). Run-queue owner only.
+func (l *Loop) route(ev poll.Event) {
+	e, gen := l.tab.lookup(ev.Token)
+	if e == nil {
+		l.stats.stale.Add(1)
+		return
+	}
+	if _, ok := e.liveAt(gen); !ok {
+		l.stats.stale.Add(1)
+		return
+	}
+	l.rq.enqueue(e, gen, ev.Ready)
+}
+
+// dispatch calls the handlers of queued entries, highest priority first,
+// within the iteration's budgets. Run-queue owner only (one worker).
+func (l *Loop) dispatch(w *worker) {
+	budget := l.cfg.MaxDispatchPerIteration
+	evBudget := l.cfg.MaxEventsPerIteration
+	for l.rq.n > 0 && budget > 0 && evBudget > 0 {
+		it := l.rq.pop()
+		e := it.e
+		s := e.state.Load()
+		if stateGen(s) != it.gen {
+			l.stats.stale.Add(1)
+			continue // an item of an earlier incarnation (invariant 1)
+		}
+		e.queued = false
+		r := e.ready
+		e.ready = 0
+		if !claimable(s, it.gen) || !e.state.CompareAndSwap(s, s|fRunning) {
+			l.stats.dropped.Add(1) // removed or disarmed since it was queued
+			continue
+		}
+		used, more := l.call(w, e, it.gen, r, budget)
+		budget -= used
+		if e.kind == kindUser {
+			evBudget--
+		}
+		if more {
+			w.requeue(e, it.gen, r)
+		}
+		if e.release() {
+			l.finish(e, it.gen)
+		}
+	}
+}
+
+// call runs one claimed entry: a user handler and its action, or one of
+// the Loop's own sources. It returns how much of budget it used and
+// whether the entry asks to be called again next iteration without a new
+// event.
+func (l *Loop) call(w *worker, e *entry, gen uint32, r poll.Ready, budget int) (used int, again bool) {
+	switch e.kind {
+	case kindPost:
+		n, more := l.runPosted(budget)
+		return max(n, 1), more
+	case kindWake:
+		return 1, false
+	}
+	tok := makeToken(e.idx, gen)
+	w.calls.inc()
+	act := e.h.Ready(l, poll.Event{Token: tok, Ready: r})
+	return 1, l.apply(e, gen, act)
+}
+
+// apply carries out a handler's Action; it reports whether the entry is to
+// be queued again without asking the Poll (Rearm of an armed Edge or Level
+// source). If the Reregister that Rearm or Disarm needs fails (the
+// handler closed its source, say), the source is removed, so that its
+// Removed runs and nothing is left half registered.
+func (l *Loop) apply(e *entry, gen uint32, act Action) (again bool) {
+	var err error
+	switch act {
+	case Rearm:
+		if !e.opts.IsOneshot() && e.state.Load()&fDisarmed == 0 {
+			return true
+		}
+		e.mu.Lock()
+		err = l.rearmLocked(e, gen)
+		e.mu.Unlock()
+	case Disarm:
+		e.mu.Lock()
+		// A Oneshot source that was just reported is disarmed in the Poll
+		// already; anything else needs its interest taken away.
+		err = l.disarmLocked(e, gen, !e.opts.IsOneshot())
+		e.mu.Unlock()
+	case Remove:
+		_ = l.remove(e, gen)
+		return false
+	}
+	if err != nil && !isUnknown(err) {
+		l.stats.actionErrors.Add(1)
+		_ = l.remove(e, gen)
+	}
+	return false
+}

@@ -1,0 +1,131 @@
+package eventloop
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// The run queue holds the entries that have something to be called for,
+// by priority: one first-in first-out ring per priority level, the
+// highest level served first. Routing an event marks its entry queued and
+// merges the readiness into entry.ready, so an entry is queued at most
+// once per incarnation however many events arrive before its turn.
+//
+// Owner: with one worker, the goroutine in Run; with several, whoever
+// holds Loop.mu. Only the owner touches the rings and the entries' ready,
+// queued and again fields. When no Run is active, Loop.mu makes its holder
+// the owner (Remove and Close finish entries then).
+//
+// Items carry the generation they were queued for: an entry freed and
+// reused while an item of its earlier incarnation waits is skipped when
+// that item comes up (entry invariant 1), and free clears queued, so the
+// new incarnation queues its own item.
+
+// item is one queued entry.
+type item struct {
+	e   *entry
+	gen uint32
+}
+
+// level is one priority's ring.
+type level struct {
+	prio int
+	buf  []item
+	head int
+	n    int
+}
+
+func (q *level) push(it item) {
+	if q.n == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = it
+	q.n++
+}
+
+func (q *level) pop() item {
+	it := q.buf[q.head]
+	q.buf[q.head] = item{}
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return it
+}
+
+func (q *level) grow() {
+	n := max(2*len(q.buf), 16)
+	buf := make([]item, n)
+	for i := range q.n {
+		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+	}
+	q.buf, q.head = buf, 0
+}
+
+// levels is the set of priority levels, highest first. Add creates a
+// level the first time a priority is used, copying the slice (the owner
+// reads it without a lock); levels are never dropped, so an entry's lvl
+// pointer stays valid.
+type levels struct {
+	mu  sync.Mutex
+	cur atomic.Pointer[[]*level]
+	def *level // priority 0
+}
+
+func (ls *levels) init() {
+	ls.def = &level{}
+	s := []*level{ls.def}
+	ls.cur.Store(&s)
+}
+
+// get returns the level for prio, creating it if needed.
+func (ls *levels) get(prio int) *level {
+	if prio == 0 {
+		return ls.def
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	old := *ls.cur.Load()
+	i := sort.Search(len(old), func(i int) bool { return old[i].prio <= prio })
+	if i < len(old) && old[i].prio == prio {
+		return old[i]
+	}
+	lv := &level{prio: prio}
+	s := make([]*level, 0, len(old)+1)
+	s = append(s, old[:i]...)
+	s = append(s, lv)
+	s = append(s, old[i:]...)
+	ls.cur.Store(&s)
+	return lv
+}
+
+// runq is the owner's view: the levels and how many items they hold.
+type runq struct {
+	ls *levels
+	n  int
+}
+
+// enqueue queues e (of generation gen) with readiness r, or merges r into
+// its queued item. It is the routing step of invariant 1: the caller has
+// checked that gen is current.
+func (q *runq) enqueue(e *entry, gen uint32, r poll.Ready) {
+	e.ready |= r
+	if e.queued {
+		return
+	}
+	e.queued = true
+	e.lvl.push(item{e, gen})
+	q.n++
+}
+
+// pop takes the first item of the highest non-empty level.
+func (q *runq) pop() item {
+	for _, lv := range *q.ls.cur.Load() {
+		if lv.n > 0 {
+			q.n--
+			return lv.pop()
+		}
+	}
+	panic("eventloop: run queue count says non-empty but every level is empty")
+}

@@ -1,0 +1,259 @@
+package eventloop
+
+import (
+	"fmt"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// AddOption configures a source added with Loop.Add.
+type AddOption func(*addConfig)
+
+type addConfig struct {
+	prio int
+}
+
+// Priority sets the source's priority (default 0). In each iteration the
+// Loop calls the handlers of ready sources highest priority first, and in
+// the order their events arrived among equal priorities. With
+// Config.MaxEventsPerIteration the order holds across iterations: a source
+// that did not get its turn waits, and sources of higher priority that
+// become ready meanwhile go before it.
+func Priority(p int) AddOption {
+	return func(c *addConfig) { c.prio = p }
+}
+
+// Add registers src with the Loop's Poll for interest in mode opts, under a
+// token the Loop chooses, and returns that token. From then on h.Ready is
+// called for its events (see SourceHandler and Action).
+//
+// The token carries a generation: once the source is removed, no event,
+// Rearm, Disarm or Remove with its token reaches a later source, also one
+// that reuses the same descriptor number.
+func (l *Loop) Add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h SourceHandler, o ...AddOption) (poll.Token, error) {
+	if l == nil || l.p == nil {
+		return 0, errZeroLoop
+	}
+	if src == nil || h == nil {
+		return 0, fmt.Errorf("%w: eventloop: Add needs a source and a handler", ErrInvalidArgument)
+	}
+	var c addConfig
+	for _, f := range o {
+		if f != nil {
+			f(&c)
+		}
+	}
+	return l.add(src, interest, opts, h, kindUser, c.prio)
+}
+
+func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h SourceHandler, kind entryKind, prio int) (poll.Token, error) {
+	l.life.RLock()
+	defer l.life.RUnlock()
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	e, err := l.tab.alloc()
+	if err != nil {
+		return 0, err
+	}
+	lvl := l.lvls.get(prio)
+	e.mu.Lock()
+	gen := stateGen(e.state.Load())
+	e.h, e.src, e.interest, e.opts, e.lvl, e.kind = h, src, interest, opts, lvl, kind
+	e.state.Store(uint64(gen)<<genShift | fLive) // publishes the fields (invariant 5)
+	tok := makeToken(e.idx, gen)
+	if err := l.p.Register(src, tok, interest, opts); err != nil {
+		// Never registered: no event, call or Removed for it.
+		e.state.Store(uint64(gen)<<genShift | fRemoved)
+		e.mu.Unlock()
+		l.discard(e)
+		return 0, err
+	}
+	e.mu.Unlock()
+	return tok, nil
+}
+
+// entryOf returns the entry tok names and its generation, if it is live.
+func (l *Loop) entryOf(tok poll.Token) (*entry, uint32, error) {
+	if l == nil || l.p == nil {
+		return nil, 0, errZeroLoop
+	}
+	e, gen := l.tab.lookup(tok)
+	if e == nil || e.kind != kindUser {
+		return nil, 0, fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(tok))
+	}
+	return e, gen, nil
+}
+
+// Rearm re-enables the source of token t after Disarm, or a Oneshot source
+// after its event, by reregistering it with its interest and mode: a source
+// that is ready now is reported at once (the poll contract's rule 5).
+func (l *Loop) Rearm(t poll.Token) error {
+	e, gen, err := l.entryOf(t)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return l.rearmLocked(e, gen)
+}
+
+// rearmLocked clears fDisarmed, then reregisters: in that order, an event
+// that the Reregister produces cannot find the entry still disarmed and be
+// dropped.
+func (l *Loop) rearmLocked(e *entry, gen uint32) error {
+	if _, ok := e.liveAt(gen); !ok {
+		return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
+	}
+	e.state.And(^fDisarmed)
+	return l.p.Reregister(e.src, makeToken(e.idx, gen), e.interest, e.opts)
+}
+
+// Disarm stops calls for the source of token t until Rearm. Events that
+// were already on their way are dropped; readiness that arrives
+// meanwhile is reported when Rearm re-enables the source. Disarming a
+// disarmed source does nothing.
+func (l *Loop) Disarm(t poll.Token) error {
+	e, gen, err := l.entryOf(t)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return l.disarmLocked(e, gen, true)
+}
+
+// disarmLocked sets fDisarmed and, if the Poll may still report the
+// source, reregisters it with no interest (invariant 4).
+func (l *Loop) disarmLocked(e *entry, gen uint32, reregister bool) error {
+	s, ok := e.liveAt(gen)
+	if !ok {
+		return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
+	}
+	if s&fDisarmed != 0 {
+		return nil
+	}
+	e.state.Or(fDisarmed)
+	if !reregister {
+		return nil
+	}
+	return l.p.Reregister(e.src, makeToken(e.idx, gen), 0, e.opts)
+}
+
+// Remove takes the source of token t off the Loop: it is deregistered from
+// the Poll, and once Remove returns its handler is not called again,
+// except that a call already in progress (on another worker, or the
+// caller's own) runs to its end. The handler's Removed (see Remover) runs
+// once, on the Loop, after that: close the source's descriptor there, not
+// before. If no Run is active, Removed runs before Remove returns.
+//
+// The source is removed even if its deregistration fails; the error is
+// returned. Removing a source twice returns an error matching
+// ErrUnknownToken.
+func (l *Loop) Remove(t poll.Token) error {
+	e, gen, err := l.entryOf(t)
+	if err != nil {
+		return err
+	}
+	return l.remove(e, gen)
+}
+
+// remove is invariant 3's CAS, then the deregistration. Whoever the CAS
+// names runs Removed.
+func (l *Loop) remove(e *entry, gen uint32) error {
+	e.mu.Lock()
+	var s uint64
+	for {
+		s = e.state.Load()
+		if stateGen(s) != gen || s&fLive == 0 {
+			e.mu.Unlock()
+			return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
+		}
+		if e.state.CompareAndSwap(s, s&^fLive|fRemoved) {
+			break
+		}
+	}
+	err := ignoreClosed(l.p.Deregister(e.src))
+	e.mu.Unlock()
+	if s&fRunning == 0 {
+		l.finishSoon(e, gen)
+	}
+	if err != nil {
+		return fmt.Errorf("eventloop: remove %#x: %w", uint64(makeToken(e.idx, gen)), err)
+	}
+	return nil
+}
+
+// finishSoon runs Removed for an entry no call is running for: on the
+// loop if a Run is active (the next iteration, which the wake-up starts),
+// or here if none is.
+func (l *Loop) finishSoon(e *entry, gen uint32) {
+	l.mu.Lock()
+	if l.active {
+		l.reaps = append(l.reaps, e)
+		l.reapN.Add(1)
+		l.mu.Unlock()
+		l.wakeUp()
+		return
+	}
+	h := l.freeLocked(e)
+	l.mu.Unlock()
+	l.removed(e, h, gen)
+}
+
+// finish runs Removed for an entry, on the loop: the releaser of its last
+// call, or Run finishing what finishSoon left to it.
+func (l *Loop) finish(e *entry, gen uint32) {
+	l.mu.Lock()
+	h := l.freeLocked(e)
+	l.mu.Unlock()
+	l.removed(e, h, gen)
+}
+
+// drainReaps finishes every entry finishSoon left to Run.
+func (l *Loop) drainReaps() {
+	for {
+		l.mu.Lock()
+		if len(l.reaps) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		e := l.reaps[len(l.reaps)-1]
+		l.reaps[len(l.reaps)-1] = nil
+		l.reaps = l.reaps[:len(l.reaps)-1]
+		l.reapN.Add(-1)
+		gen := stateGen(e.state.Load())
+		h := l.freeLocked(e)
+		l.mu.Unlock()
+		l.removed(e, h, gen)
+	}
+}
+
+// freeLocked ends an incarnation (invariant 1): the run-queue fields are
+// cleared and the generation moves on together, with l.mu held, which
+// makes the caller the run-queue owner or excludes the owner (see runq.go).
+// It returns the handler, for Removed.
+func (l *Loop) freeLocked(e *entry) SourceHandler {
+	h := e.h
+	gen := stateGen(e.state.Load())
+	e.ready, e.queued, e.again = 0, false, false
+	e.h, e.src, e.lvl = nil, nil, nil
+	e.state.Store(uint64((gen+1)&uint32(genMask)) << genShift)
+	return h
+}
+
+// removed calls the handler's Removed and gives the entry back.
+func (l *Loop) removed(e *entry, h SourceHandler, gen uint32) {
+	if r, ok := h.(Remover); ok {
+		r.Removed(l, makeToken(e.idx, gen))
+	}
+	l.tab.release(e)
+}
+
+// discard gives back an entry that never was registered.
+func (l *Loop) discard(e *entry) {
+	l.mu.Lock()
+	_ = l.freeLocked(e)
+	l.mu.Unlock()
+	l.tab.release(e)
+}

@@ -1,0 +1,53 @@
+package eventloop
+
+import (
+	"errors"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// worker is one goroutine serving the Loop in Run: its own Events buffer
+// (a former poller may still be reading its batch while the next polls),
+// and what it needs for its own share of the work.
+type worker struct {
+	l      *Loop
+	id     int
+	events *poll.Events
+	next   []item        // one worker: entries that asked for Rearm, queued at the next iteration
+	wake   chan struct{} // several workers: a send ends this worker's wait
+	calls  counter       // handler calls made, for Stats
+	_      [64]byte      // keep workers' counters off each other's cache lines
+}
+
+func newWorker(l *Loop, id int) *worker {
+	return &worker{l: l, id: id, events: poll.NewEvents(l.cfg.Events), wake: make(chan struct{}, 1)}
+}
+
+// requeue keeps an entry that asked for Rearm (or posted functions that
+// are left) for the next iteration, so that it does not run again before
+// the Poll has been asked what else is ready. One worker only.
+func (w *worker) requeue(e *entry, gen uint32, r poll.Ready) {
+	e.ready |= r
+	if e.queued {
+		return
+	}
+	e.queued = true
+	w.next = append(w.next, item{e, gen})
+}
+
+// flushNext moves the entries requeue kept into the run queue. An entry
+// that was freed meanwhile is skipped (its generation moved on).
+func (w *worker) flushNext() {
+	l := w.l
+	for i, it := range w.next {
+		w.next[i] = item{}
+		if stateGen(it.e.state.Load()) != it.gen {
+			continue
+		}
+		it.e.lvl.push(it)
+		l.rq.n++
+	}
+	w.next = w.next[:0]
+}
+
+func isUnknown(err error) bool { return errors.Is(err, ErrUnknownToken) }
