@@ -34,14 +34,15 @@ import (
 //     Removed: remove, if it saw fRunning clear (then no call is in
 //     progress and none can start); otherwise the releaser, whose clearing
 //     of fRunning sees fRemoved. Removed therefore runs exactly once, after
-//     the last Ready returned.
+//     the last Ready returned. remove deregisters the source before its
+//     CAS, so the deregistration is over before Removed can run (and close
+//     the descriptor).
 //  4. Changes to the source's registration in the Poll (Reregister for
 //     Rearm and Disarm, Deregister for Remove) happen under entry.mu
-//     together with the flag they go with, and only while fRemoved is
-//     clear (except remove's own Deregister). So when entry.mu is free, the
-//     Poll's registration and the flags agree: a disarmed source is
-//     registered with no interest (or is a spent Oneshot), and a removed
-//     one is not registered.
+//     together with the flag they go with, and only while fLive is set.
+//     So when entry.mu is free, the Poll's registration and the flags
+//     agree: a disarmed source is registered with no interest (or is a
+//     spent Oneshot), and a removed one is not registered.
 //  5. h, src, interest, opts, lvl are written by Add before the store of
 //     fLive that publishes the incarnation, and cleared by free after
 //     fRemoved; they are read by a claimer after its CAS, or under

@@ -158,22 +158,26 @@ func (l *Loop) Remove(t poll.Token) error {
 	return l.remove(e, gen)
 }
 
-// remove is invariant 3's CAS, then the deregistration. Whoever the CAS
-// names runs Removed.
+// remove deregisters the source, then makes invariant 3's CAS; whoever
+// the CAS names runs Removed. The deregistration comes first so that it
+// is over before Removed can run (the releaser may run it as soon as the
+// CAS is made), and Removed may then close the descriptor.
 func (l *Loop) remove(e *entry, gen uint32) error {
 	e.mu.Lock()
+	if _, ok := e.liveAt(gen); !ok {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
+	}
+	err := ignoreClosed(l.p.Deregister(e.src))
 	var s uint64
 	for {
+		// Only remove clears fLive, and it holds e.mu: the entry is still
+		// live here; other bits (fRunning, fDisarmed) may change.
 		s = e.state.Load()
-		if stateGen(s) != gen || s&fLive == 0 {
-			e.mu.Unlock()
-			return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
-		}
 		if e.state.CompareAndSwap(s, s&^fLive|fRemoved) {
 			break
 		}
 	}
-	err := ignoreClosed(l.p.Deregister(e.src))
 	e.mu.Unlock()
 	if s&fRunning == 0 {
 		l.finishSoon(e, gen)

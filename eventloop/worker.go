@@ -15,8 +15,10 @@ type worker struct {
 	events *poll.Events
 	next   []item        // one worker: entries that asked for Rearm, queued at the next iteration
 	wake   chan struct{} // several workers: a send ends this worker's wait
-	calls  counter       // handler calls made, for Stats
-	_      [64]byte      // keep workers' counters off each other's cache lines
+	// helping: woken to take queued work (workers.helping); Loop.mu.
+	helping bool
+	calls   counter  // handler calls made, for Stats
+	_       [64]byte // keep workers' counters off each other's cache lines
 }
 
 func newWorker(l *Loop, id int) *worker {

@@ -10,46 +10,51 @@ import (
 
 // Several workers serve one Loop as leaders and followers. Everything
 // below is guarded by Loop.mu, which also guards the run queue while they
-// run. Each worker is, at any moment, in one of three states:
-//
-//   - the poller (at most one): in Poll, without Loop.mu;
-//   - running: calling a handler it has claimed, without Loop.mu;
-//   - idle: waiting on its wake channel, listed in idle.
+// run. At any moment one worker at most is the leader: the one that polls
+// next (it is in Poll, or it has been woken to poll). The others run
+// handlers, or wait idle on their wake channels, listed in idle.
 //
 // Invariants:
 //
-//	W1. A worker goes idle only after finding, under Loop.mu, the run queue
-//	    empty (or its budget spent with a poller present) and a poller
-//	    present. Whoever adds work or leaves the poller's role does so
-//	    under Loop.mu and then calls promoteLocked, which wakes the idle
-//	    worker that has waited longest if there is queued work or no
-//	    poller. So queued work never waits while a worker sleeps, and
-//	    while any worker is idle someone polls.
-//	W2. Idle workers are woken first in, first out: the one that has waited
-//	    longest goes next, and a woken worker goes to the back when it
-//	    waits again. No worker takes all the load, as a LIFO or the
-//	    kernel's exclusive wake-ups (EPOLLEXCLUSIVE) would let the most
-//	    recent one do.
+//	W1. A worker waits idle only after finding, under Loop.mu, nothing it
+//	    may take from the run queue and a leader present. Whoever queues
+//	    work does so under Loop.mu and wakes an idle worker if there is one
+//	    (wakeHelperLocked); the leader, when its Poll returns, hands the
+//	    role to the idle worker that has waited longest (promoteLocked), or
+//	    leaves it vacant for the first worker to come by if none is idle.
+//	    So queued work never waits while a worker sleeps, and while any
+//	    worker sleeps some worker is the leader.
+//	W2. The role rotates: a worker that leaves the leader's role does not
+//	    take it back while another is designated, and idle workers are
+//	    woken first in, first out (the one that has waited longest goes
+//	    next; a woken worker goes to the back when it waits again). This is
+//	    the fair wake-up of the wait-queue notes: a leader that never has to
+//	    block (there is always something ready) would otherwise poll and
+//	    run everything itself, as the most recently woken waiter does under
+//	    the kernel's exclusive wake-ups (EPOLLEXCLUSIVE).
 //	W3. A claim and a release happen under Loop.mu. An event routed for an
 //	    entry that is running sets entry.again instead of queueing it; the
 //	    release requeues it. So a handler never runs twice at once and no
 //	    event that arrives during a call is lost.
-//	W4. The poller leaves its role (poller = nil) under Loop.mu before it
-//	    routes its batch, and promotes a follower before it runs handlers
-//	    itself, so the Poll is not left unattended while it works.
+//	W4. Every send on a worker's wake channel goes with its removal from
+//	    idle, and a worker puts itself in idle once before each wait: so a
+//	    wake-up is never lost nor left over for a later wait.
 type workers struct {
 	l      *Loop
 	all    []*worker
 	idle   []*worker // FIFO: idle[0] waited longest
-	poller *worker
+	leader *worker
 	failed error // a Poll error: every worker stops
 	polls  int   // Poll calls in this Run; Tick runs before each but the first
+	// helping counts workers woken to take queued work that have not yet
+	// looked at the run queue: they will take that much of it.
+	helping int
 
 	raw sync.Mutex // serialises Run's Handler.Ready and Tick
 }
 
 // runWorkers is Run with several workers: the caller's goroutine is
-// ws[0], the others are started here, and it returns when all have
+// all[0], the others are started here, and it returns when all have
 // stopped.
 func (l *Loop) runWorkers(rs *runState, h Handler, all []*worker) error {
 	m := &workers{l: l, all: all}
@@ -76,41 +81,63 @@ func (l *Loop) runWorkers(rs *runState, h Handler, all []*worker) error {
 // wakeAllLocked wakes every idle worker (Shutdown, a failure).
 func (m *workers) wakeAllLocked() {
 	for _, w := range m.idle {
-		wakeWorker(w)
+		w.wake <- struct{}{} // W4: never full
 	}
+	clear(m.idle)
 	m.idle = m.idle[:0]
 }
 
-func wakeWorker(w *worker) {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// promoteLocked is W1: wake the longest-idle worker if there is queued
-// work or nobody polls.
-func (m *workers) promoteLocked() {
-	if len(m.idle) == 0 || (m.l.rq.n == 0 && m.poller != nil) {
-		return
+// popIdleLocked takes the longest-idle worker out of idle, or nil.
+func (m *workers) popIdleLocked() *worker {
+	if len(m.idle) == 0 {
+		return nil
 	}
 	w := m.idle[0]
 	copy(m.idle, m.idle[1:])
 	m.idle[len(m.idle)-1] = nil
 	m.idle = m.idle[:len(m.idle)-1]
-	wakeWorker(w)
+	return w
+}
+
+// promoteLocked hands the leader's role to the longest-idle worker (W1,
+// W2), if the role is vacant and a worker is idle.
+func (m *workers) promoteLocked() {
+	if m.leader != nil {
+		return
+	}
+	if w := m.popIdleLocked(); w != nil {
+		m.leader = w
+		w.wake <- struct{}{}
+	}
+}
+
+// wakeHelperLocked wakes the longest-idle worker to take queued work
+// (W1), if there is more of it than the caller (taking mine items
+// itself) and the helpers already woken will take. Waking a worker for an
+// item the caller takes anyway would cost a wake-up for nothing and send
+// that worker to the back of the queue, out of turn.
+func (m *workers) wakeHelperLocked(mine int) {
+	if m.l.rq.n <= mine+m.helping {
+		return
+	}
+	if w := m.popIdleLocked(); w != nil {
+		w.helping = true
+		m.helping++
+		w.wake <- struct{}{}
+	}
 }
 
 // wakeIdleLocked wakes up to n idle workers, longest idle first, and
 // returns how many it woke.
 func (m *workers) wakeIdleLocked(n int) int {
-	k := min(n, len(m.idle))
-	for _, w := range m.idle[:k] {
-		wakeWorker(w)
+	k := 0
+	for ; k < n; k++ {
+		w := m.popIdleLocked()
+		if w == nil {
+			break
+		}
+		w.wake <- struct{}{}
 	}
-	rest := copy(m.idle, m.idle[k:])
-	clear(m.idle[rest:])
-	m.idle = m.idle[:rest]
 	return k
 }
 
@@ -121,94 +148,117 @@ func (m *workers) stoppedLocked(rs *runState) bool {
 // serve is one worker's loop.
 func (m *workers) serve(w *worker, rs *runState, h Handler) {
 	l := m.l
-	tick, _ := h.(Ticker)
 	budget := l.cfg.MaxDispatchPerIteration
 	evBudget := l.cfg.MaxEventsPerIteration
 	used, evUsed := 0, 0 // since this worker last polled
 	l.mu.Lock()
 	for !m.stoppedLocked(rs) {
 		spent := used >= budget || evUsed >= evBudget
-		if l.rq.n > 0 && !(spent && m.poller == nil) {
-			it := l.rq.pop()
-			e := it.e
-			s := e.state.Load()
-			if stateGen(s) != it.gen {
-				l.stats.stale.Add(1)
-				continue // an item of an earlier incarnation (invariant 1)
-			}
-			e.queued = false
-			if s&fRunning != 0 && stateGen(s) == it.gen {
-				e.again = true // W3: it runs now; its release requeues it
+		switch {
+		case m.leader == w:
+			m.poll(w, h) // on failure m.failed ends the loop
+			used, evUsed = 0, 0
+		case l.rq.n > 0 && !(spent && m.leader == nil):
+			e, gen, r, ok := m.claimLocked()
+			if !ok {
 				continue
 			}
-			r := e.ready
-			e.ready = 0
-			if !claimable(s, it.gen) || !e.state.CompareAndSwap(s, s|fRunning) {
-				l.stats.dropped.Add(1)
-				continue
-			}
-			m.promoteLocked()
+			m.wakeHelperLocked(0)
 			l.mu.Unlock()
-			n, more := l.call(w, e, it.gen, r, max(budget-used, 1))
+			n, more := l.call(w, e, gen, r, max(budget-used, 1))
 			used += n
 			if e.kind == kindUser {
 				evUsed++
 			}
 			l.mu.Lock()
-			m.releaseLocked(e, it.gen, r, more)
-			continue
-		}
-		if m.poller == nil {
-			if m.polls > 0 && tick != nil {
-				l.mu.Unlock()
-				m.raw.Lock()
-				tick.Tick(l)
-				m.raw.Unlock()
-				l.mu.Lock()
-				if m.stoppedLocked(rs) || m.poller != nil {
-					continue
-				}
-			}
-			m.poller = w
-			timeout := time.Duration(-1)
-			if l.rq.n > 0 {
-				timeout = 0
-			}
+			m.releaseLocked(e, gen, r, more)
+		case m.leader == nil:
+			m.leader = w
+		default:
+			m.idle = append(m.idle, w)
 			l.mu.Unlock()
-			n, err := l.p.Poll(w.events, timeout)
+			<-w.wake
 			l.mu.Lock()
-			m.poller = nil // W4
-			m.polls++
-			used, evUsed = 0, 0
-			if err != nil {
-				if m.failed == nil {
-					m.failed = fmt.Errorf("eventloop: poll: %w", err)
-				}
-				m.wakeAllLocked()
-				break
+			if w.helping {
+				w.helping = false
+				m.helping--
 			}
-			l.stats.iterations.Add(1)
-			raw := m.routeLocked(w, n)
-			m.promoteLocked()
-			if raw || l.reapN.Load() != 0 {
-				l.mu.Unlock()
-				if raw {
-					m.dispatchRaw(w, h)
-				}
-				l.drainReaps()
-				l.mu.Lock()
-			}
-			continue
 		}
-		m.idle = append(m.idle, w)
-		l.mu.Unlock()
-		<-w.wake
-		l.mu.Lock()
 	}
-	// Leaving: another worker may be idle waiting for work this one
-	// would have promoted it for.
+	if m.leader == w {
+		m.leader = nil
+	}
+	// Leaving: wake the others, so that they see the end too.
 	m.wakeAllLocked()
 	l.mu.Unlock()
+}
+
+// poll is the leader's turn: Tick (but before the first Poll), the Poll
+// call, routing its events, handing the role on, and the events for Run's
+// Handler. Loop.mu is held on entry and on return. A failed Poll sets
+// m.failed, which stops every worker.
+func (m *workers) poll(w *worker, h Handler) {
+	l := m.l
+	if tick, ok := h.(Ticker); ok && m.polls > 0 {
+		l.mu.Unlock()
+		m.raw.Lock()
+		tick.Tick(l)
+		m.raw.Unlock()
+		l.mu.Lock()
+	}
+	timeout := time.Duration(-1)
+	if l.rq.n > 0 {
+		timeout = 0
+	}
+	l.mu.Unlock()
+	n, err := l.p.Poll(w.events, timeout)
+	l.mu.Lock()
+	m.leader = nil
+	m.polls++
+	if err != nil {
+		if m.failed == nil {
+			m.failed = fmt.Errorf("eventloop: poll: %w", err)
+		}
+		return
+	}
+	l.stats.iterations.Add(1)
+	raw := m.routeLocked(w, n)
+	m.promoteLocked()
+	m.wakeHelperLocked(1)
+	if raw || l.reapN.Load() != 0 {
+		l.mu.Unlock()
+		if raw {
+			m.dispatchRaw(w, h)
+		}
+		l.drainReaps()
+		l.mu.Lock()
+	}
+}
+
+// claimLocked pops the run queue's first item and claims its entry (W3).
+// It reports false if the item was stale, the entry is running (then
+// entry.again keeps the event), removed or disarmed.
+func (m *workers) claimLocked() (e *entry, gen uint32, r poll.Ready, ok bool) {
+	l := m.l
+	it := l.rq.pop()
+	e, gen = it.e, it.gen
+	s := e.state.Load()
+	if stateGen(s) != gen {
+		l.stats.stale.Add(1)
+		return nil, 0, 0, false // an item of an earlier incarnation (invariant 1)
+	}
+	e.queued = false
+	if s&fRunning != 0 {
+		e.again = true
+		return nil, 0, 0, false
+	}
+	r = e.ready
+	e.ready = 0
+	if !claimable(s, gen) || !e.state.CompareAndSwap(s, s|fRunning) {
+		l.stats.dropped.Add(1)
+		return nil, 0, 0, false
+	}
+	return e, gen, r, true
 }
 
 // routeLocked queues the entries a batch names (W3 for those running). It
@@ -275,7 +325,7 @@ func (m *workers) releaseLocked(e *entry, gen uint32, r poll.Ready, more bool) {
 		l.rq.enqueue(e, gen, 0)
 	}
 	if more || again {
-		m.promoteLocked()
+		m.wakeHelperLocked(1)
 	}
 }
 

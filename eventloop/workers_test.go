@@ -1,0 +1,168 @@
+package eventloop
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// acked is a source whose producers count what they sent and whose
+// handler records what it has seen: an event that is lost leaves seen
+// behind sent for good.
+type acked struct {
+	src     regSource
+	sent    atomic.Int64
+	seen    atomic.Int64
+	inside  atomic.Int32
+	overlap atomic.Bool
+}
+
+func (a *acked) Ready(l *Loop, ev poll.Event) Action {
+	if a.inside.Add(1) > 1 {
+		a.overlap.Store(true)
+	}
+	// Read what was sent before anything else: a SetReadiness after this
+	// read is a new edge and brings another call.
+	a.seen.Store(a.sent.Load())
+	spin(time.Microsecond)
+	a.inside.Add(-1)
+	return Keep
+}
+
+// spin burns about d of CPU: a handler doing some work, which is what
+// makes handing events to other workers worth it.
+func spin(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+// With several workers, under producers on other goroutines: a handler
+// never runs twice at once, and no event is lost (every source's handler
+// eventually sees its last send).
+func TestWorkersNoOverlapNothingLost(t *testing.T) {
+	for _, workers := range []int{2, 4} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			l := newLoop(t, Config{Workers: workers})
+			srcs := make([]*acked, 32)
+			for i := range srcs {
+				srcs[i] = &acked{src: newRegSource(t)}
+				_, err := l.Add(srcs[i].src.reg, poll.Readable, poll.Edge, srcs[i])
+				require.NoError(t, err)
+			}
+			start(t, l, nil)
+			var wg sync.WaitGroup
+			for p := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(p), 1))
+					for range 3000 {
+						a := srcs[rng.IntN(len(srcs))]
+						a.sent.Add(1)
+						_ = a.src.set.SetReadiness(poll.Readable)
+					}
+				}()
+			}
+			wg.Wait()
+			for i, a := range srcs {
+				eventually(t, fmt.Sprintf("source %d to see its last send", i), func() bool { return a.seen.Load() == a.sent.Load() })
+				require.False(t, a.overlap.Load(), "source %d: two calls at once", i)
+			}
+		})
+	}
+}
+
+// With several workers, sources removed from another goroutine while
+// they are called all the time: each Removed runs once, after the last
+// call returned, and no call comes after it.
+func TestWorkersRemoveWhileRunning(t *testing.T) {
+	l := newLoop(t, Config{Workers: 4})
+	const n = 48
+	recs := make([]*recorder, n)
+	toks := make([]poll.Token, n)
+	for i := range recs {
+		src := newRegSource(t)
+		recs[i] = &recorder{next: func(poll.Event) Action {
+			spin(time.Microsecond)
+			return Keep
+		}}
+		var err error
+		toks[i], err = l.Add(src.reg, poll.Readable, poll.Level, recs[i])
+		require.NoError(t, err)
+		require.NoError(t, src.set.SetReadiness(poll.Readable))
+	}
+	start(t, l, nil)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, i := range rng.Perm(n) {
+		eventually(t, "a call", func() bool { return recs[i].count() > 0 })
+		require.NoError(t, l.Remove(toks[i]))
+		require.ErrorIs(t, l.Remove(toks[i]), ErrUnknownToken)
+	}
+	for i, r := range recs {
+		eventually(t, fmt.Sprintf("Removed of %d", i), func() bool { return r.removedCount() == 1 })
+	}
+	quiesce(t, l)
+	for _, r := range recs {
+		require.Equal(t, 1, r.removedCount())
+		r.check(t)
+	}
+	require.Equal(t, 0, l.Sources())
+}
+
+// The fairness of wake-ups: with n workers and a steady load (producers
+// setting sources ready all the time, handlers doing a little work), no
+// worker makes more than 2/n of the calls.
+func TestWorkersFairness(t *testing.T) {
+	for _, workers := range []int{2, 3, 4} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			l := newLoop(t, Config{Workers: workers})
+			srcs := make([]*acked, 64)
+			for i := range srcs {
+				srcs[i] = &acked{src: newRegSource(t)}
+				_, err := l.Add(srcs[i].src.reg, poll.Readable, poll.Edge, srcs[i])
+				require.NoError(t, err)
+			}
+			start(t, l, nil)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for p := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(p), 2))
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						a := srcs[rng.IntN(len(srcs))]
+						a.sent.Add(1)
+						_ = a.src.set.SetReadiness(poll.Readable)
+						spin(time.Microsecond)
+					}
+				}()
+			}
+			eventually(t, "10000 calls", func() bool { return l.Stats().Calls >= 10000 })
+			close(stop)
+			wg.Wait()
+			st := l.Stats()
+			var total uint64
+			for _, c := range st.WorkerCalls {
+				total += c
+			}
+			t.Logf("%d workers: calls per worker %v", workers, st.WorkerCalls)
+			require.Len(t, st.WorkerCalls, workers)
+			for i, c := range st.WorkerCalls {
+				require.LessOrEqual(t, float64(c), 2*float64(total)/float64(workers), "worker %d made %d of %d calls", i, c, total)
+			}
+		})
+	}
+}
