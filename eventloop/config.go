@@ -26,6 +26,10 @@ type Config struct {
 	// source or a handler that keeps asking for Rearm cannot keep the
 	// others waiting. Default 1024.
 	MaxDispatchPerIteration int
+	// ReadBuffer is the size of the buffer each worker reads Conns into
+	// (a Conn keeps input in a buffer of its own only while its handler
+	// leaves some unconsumed). Default 64 KiB.
+	ReadBuffer int
 	// Workers is how many goroutines serve the Loop during Run: the
 	// caller's and Workers-1 more. One polls at a time (leader and
 	// followers); the others run handlers, and a handler still never runs
@@ -37,6 +41,7 @@ type Config struct {
 const (
 	DefaultEvents                  = 256
 	DefaultMaxDispatchPerIteration = 1024
+	DefaultReadBuffer              = 64 << 10
 )
 
 // maxWorkers bounds Config.Workers: more goroutines than that serving one
@@ -44,7 +49,7 @@ const (
 const maxWorkers = 1024
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Events < 0 || c.MaxEventsPerIteration < 0 || c.MaxDispatchPerIteration < 0 ||
+	if c.Events < 0 || c.MaxEventsPerIteration < 0 || c.MaxDispatchPerIteration < 0 || c.ReadBuffer < 0 ||
 		c.Workers < 0 || c.Workers > maxWorkers {
 		return c, fmt.Errorf("%w: eventloop config: Events %d, MaxEventsPerIteration %d, MaxDispatchPerIteration %d, Workers %d (none may be negative; Workers at most %d)",
 			ErrInvalidArgument, c.Events, c.MaxEventsPerIteration, c.MaxDispatchPerIteration, c.Workers, maxWorkers)
@@ -57,6 +62,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxEventsPerIteration == 0 || c.MaxEventsPerIteration > c.MaxDispatchPerIteration {
 		c.MaxEventsPerIteration = c.MaxDispatchPerIteration
+	}
+	if c.ReadBuffer == 0 {
+		c.ReadBuffer = DefaultReadBuffer
 	}
 	if c.Workers == 0 {
 		c.Workers = 1

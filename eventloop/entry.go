@@ -73,6 +73,7 @@ const (
 	kindUser entryKind = iota
 	kindWake           // Loop.wake: Shutdown, removals to finish, WakePollers
 	kindPost           // the channel of posted functions
+	kindConn           // a Conn: called with its worker's read buffer
 )
 
 // State flags; the generation is above them.

@@ -53,6 +53,14 @@ type Loop struct {
 
 	lastWorkers []*worker // the workers of the current or last Run, for Stats
 
+	// Trigger's items, for the run-queue owner to take (trigger.go).
+	kickMu     sync.Mutex
+	kicks      []item
+	kicksSpare []item
+	kickN      atomic.Int32
+
+	conns atomic.Int64 // Conns on the Loop
+
 	stats stats
 }
 
@@ -76,10 +84,10 @@ func New(c Config) (*Loop, error) {
 	l.rq.ls = &l.lvls
 	l.wake, l.wakeSet = poll.NewRegistration()
 	l.postTx, l.postRx = channel.New[func(*Loop)]()
-	if _, err := l.add(l.wake, poll.Readable, poll.Edge, nil, kindWake, 0); err != nil {
+	if _, err := l.add(l.wake, poll.Readable, poll.Edge, nil, kindWake, 0, nil); err != nil {
 		return nil, errors.Join(err, l.release())
 	}
-	if _, err := l.add(l.postRx, poll.Readable, poll.Edge, nil, kindPost, 0); err != nil {
+	if _, err := l.add(l.postRx, poll.Readable, poll.Edge, nil, kindPost, 0, nil); err != nil {
 		return nil, errors.Join(err, l.release())
 	}
 	return l, nil

@@ -110,6 +110,9 @@ func (l *Loop) runOne(rs *runState, h Handler, w *worker) error {
 	defer w.flushNext()
 	for !l.stopping(rs) {
 		w.flushNext()
+		if l.kickN.Load() != 0 {
+			l.takeKicks()
+		}
 		timeout := time.Duration(-1)
 		if l.rq.n > 0 {
 			timeout = 0
@@ -200,6 +203,9 @@ func (l *Loop) call(w *worker, e *entry, gen uint32, r poll.Ready, budget int) (
 		return max(n, 1), more
 	case kindWake:
 		return 1, false
+	case kindConn:
+		w.calls.inc()
+		return 1, l.apply(e, gen, (*Conn)(e.h.(*connSource)).ready(w, r))
 	}
 	tok := makeToken(e.idx, gen)
 	w.calls.inc()

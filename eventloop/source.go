@@ -43,10 +43,13 @@ func (l *Loop) Add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 			f(&c)
 		}
 	}
-	return l.add(src, interest, opts, h, kindUser, c.prio)
+	return l.add(src, interest, opts, h, kindUser, c.prio, nil)
 }
 
-func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h SourceHandler, kind entryKind, prio int) (poll.Token, error) {
+// add puts a source on the Loop. bind, if not nil, learns the token and
+// entry before the incarnation is published (invariant 5), so that what
+// it stores is visible to every call.
+func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h SourceHandler, kind entryKind, prio int, bind func(poll.Token, *entry, uint32)) (poll.Token, error) {
 	l.life.RLock()
 	defer l.life.RUnlock()
 	if l.closed.Load() {
@@ -60,8 +63,11 @@ func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 	e.mu.Lock()
 	gen := stateGen(e.state.Load())
 	e.h, e.src, e.interest, e.opts, e.lvl, e.kind = h, src, interest, opts, lvl, kind
-	e.state.Store(uint64(gen)<<genShift | fLive) // publishes the fields (invariant 5)
 	tok := makeToken(e.idx, gen)
+	if bind != nil {
+		bind(tok, e, gen)
+	}
+	e.state.Store(uint64(gen)<<genShift | fLive) // publishes the fields (invariant 5)
 	if err := l.p.Register(src, tok, interest, opts); err != nil {
 		// Never registered: no event, call or Removed for it.
 		e.state.Store(uint64(gen)<<genShift | fRemoved)
@@ -72,6 +78,8 @@ func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 	e.mu.Unlock()
 	return tok, nil
 }
+
+func unknownToken(t poll.Token) error { return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(t)) }
 
 // entryOf returns the entry tok names and its generation, if it is live.
 func (l *Loop) entryOf(tok poll.Token) (*entry, uint32, error) {
@@ -107,6 +115,23 @@ func (l *Loop) rearmLocked(e *entry, gen uint32) error {
 	}
 	e.state.And(^fDisarmed)
 	return l.p.Reregister(e.src, makeToken(e.idx, gen), e.interest, e.opts)
+}
+
+// reinterest changes the interest of a live entry (a Conn's, from its own
+// call), keeping invariant 4: under entry.mu, and the new interest is the
+// one Rearm restores.
+func (l *Loop) reinterest(e *entry, gen uint32, interest poll.Ready) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.liveAt(gen)
+	if !ok {
+		return unknownToken(makeToken(e.idx, gen))
+	}
+	e.interest = interest
+	if s&fDisarmed != 0 {
+		return nil // Rearm registers the new interest
+	}
+	return l.p.Reregister(e.src, makeToken(e.idx, gen), interest, e.opts)
 }
 
 // Disarm stops calls for the source of token t until Rearm. Events that

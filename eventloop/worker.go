@@ -17,6 +17,7 @@ type worker struct {
 	wake   chan struct{} // several workers: a send ends this worker's wait
 	// helping: woken to take queued work (workers.helping); Loop.mu.
 	helping bool
+	buf     []byte // read buffer the Conns it calls share
 	calls   counter  // handler calls made, for Stats
 	_       [64]byte // keep workers' counters off each other's cache lines
 }
@@ -50,6 +51,14 @@ func (w *worker) flushNext() {
 		l.rq.n++
 	}
 	w.next = w.next[:0]
+}
+
+// scratch is the worker's read buffer, made on first use.
+func (w *worker) scratch() []byte {
+	if w.buf == nil {
+		w.buf = make([]byte, w.l.cfg.ReadBuffer)
+	}
+	return w.buf
 }
 
 func isUnknown(err error) bool { return errors.Is(err, ErrUnknownToken) }

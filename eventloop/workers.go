@@ -222,6 +222,9 @@ func (m *workers) poll(w *worker, h Handler) {
 		return
 	}
 	l.stats.iterations.Add(1)
+	if l.kickN.Load() != 0 {
+		l.takeKicks()
+	}
 	raw := m.routeLocked(w, n)
 	m.promoteLocked()
 	m.wakeHelperLocked(1)

@@ -1,0 +1,401 @@
+package eventloop
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Stream is what a Conn drives: a non-blocking byte stream that is a
+// poll.Evented. *socket.TCPConn and *socket.UnixConn are Streams. Read and
+// Write return an error matching EAGAIN (socket.ErrWouldBlock) when they
+// cannot proceed, and Read returns io.EOF after the peer's orderly
+// shutdown. The Conn owns the Stream: it closes it when it is removed.
+type Stream interface {
+	poll.Evented
+	Read(b []byte) (int, error)
+	Write(b []byte) (int, error)
+	CloseWrite() error
+	Close() error
+}
+
+// ConnHandler is a Conn's protocol. Data is called with every byte that
+// has arrived and not yet been consumed, after each read; it returns how
+// many of them it consumed (from the front). The rest is handed to it
+// again, with what arrives next, or when reading resumes after back
+// pressure. in is valid only during the call (it may be a buffer the
+// Loop shares between connections): copy what must outlive it.
+//
+// A ConnHandler may also implement ConnCloser, ConnEOF and ConnPressure.
+// All of them run on the Loop, never concurrently with each other for one
+// Conn.
+type ConnHandler interface {
+	Data(c *Conn, in []byte) (consumed int)
+}
+
+// ConnCloser is told when a Conn is closed: its Stream has been closed and
+// the Conn is off the Loop. err is nil after Close or the peer's end of
+// input, otherwise what ended it (a read or write error, ErrReadBufferFull,
+// an idle or read timeout).
+type ConnCloser interface {
+	Closed(c *Conn, err error)
+}
+
+// ConnEOF is told when the peer has finished sending (Read returned
+// io.EOF); reading stops. Without it, the Conn closes once its queued
+// output is written (Close). With it, the handler decides: write more and
+// Close, or CloseWrite, or keep the Conn open to send on.
+type ConnEOF interface {
+	ReadClosed(c *Conn)
+}
+
+// ConnPressure is told when the Conn's queued output passes
+// ConnConfig.HighWater (high is true: the Conn has stopped reading, so a
+// peer that sends without reading the replies cannot make it queue
+// without bound) and when it drains below LowWater again (high is false:
+// reading resumes).
+type ConnPressure interface {
+	Pressure(c *Conn, high bool)
+}
+
+// ConnConfig bounds a Conn's buffers. The zero value means the defaults.
+type ConnConfig struct {
+	// MaxReadBuffer bounds the input a Conn keeps unconsumed. A Conn whose
+	// handler consumes nothing of a full buffer is closed with
+	// ErrReadBufferFull. Default 1 MiB.
+	MaxReadBuffer int
+	// MaxWriteQueue bounds the output queued and not yet written: a Write
+	// that would pass it returns ErrWriteQueueFull and queues nothing.
+	// Default 4 MiB.
+	MaxWriteQueue int
+	// HighWater: when more output than this is queued, the Conn stops
+	// reading and tells a ConnPressure handler. Default 256 KiB.
+	HighWater int
+	// LowWater: when the queued output falls to this or less again,
+	// reading resumes. Default HighWater/4.
+	LowWater int
+	// ReadsPerCall bounds the reads in one call of the Conn: a peer that
+	// keeps the socket full gets this many, then the others have their
+	// turn, and the Conn goes on in the next iteration. Default 8.
+	ReadsPerCall int
+}
+
+// Conn defaults.
+const (
+	DefaultMaxReadBuffer = 1 << 20
+	DefaultMaxWriteQueue = 4 << 20
+	DefaultHighWater     = 256 << 10
+	DefaultReadsPerCall  = 8
+)
+
+// Errors of connections.
+var (
+	// ErrWriteQueueFull: Write would queue more than
+	// ConnConfig.MaxWriteQueue; nothing was queued.
+	ErrWriteQueueFull = errors.New("unipoll: eventloop: write queue full")
+	// ErrReadBufferFull: the handler left ConnConfig.MaxReadBuffer bytes
+	// unconsumed; the Conn was closed.
+	ErrReadBufferFull = errors.New("unipoll: eventloop: read buffer full")
+)
+
+func (c ConnConfig) withDefaults() (ConnConfig, error) {
+	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 {
+		return c, fmt.Errorf("%w: eventloop: negative ConnConfig field: %+v", ErrInvalidArgument, c)
+	}
+	if c.MaxReadBuffer == 0 {
+		c.MaxReadBuffer = DefaultMaxReadBuffer
+	}
+	if c.MaxWriteQueue == 0 {
+		c.MaxWriteQueue = DefaultMaxWriteQueue
+	}
+	if c.HighWater == 0 {
+		c.HighWater = min(DefaultHighWater, c.MaxWriteQueue)
+	}
+	if c.LowWater == 0 {
+		c.LowWater = c.HighWater / 4
+	}
+	if c.ReadsPerCall == 0 {
+		c.ReadsPerCall = DefaultReadsPerCall
+	}
+	if c.HighWater > c.MaxWriteQueue || c.LowWater >= c.HighWater {
+		return c, fmt.Errorf("%w: eventloop: ConnConfig needs LowWater < HighWater <= MaxWriteQueue: %+v", ErrInvalidArgument, c)
+	}
+	return c, nil
+}
+
+// Conn is a buffered non-blocking stream on a Loop: input is read when the
+// Stream is readable and handed to the ConnHandler; output written with
+// Write is queued and written at the end of the Conn's call (one write for
+// everything a call produced), and whatever the socket does not take is
+// written when it becomes writable again. The queue is bounded, and back
+// pressure stops reading while it is too full (see ConnConfig).
+//
+// A read pass ends at the first short read: a read that returns less than
+// it asked for has drained the socket, so a message costs one read, not a
+// second one that would only say EAGAIN.
+//
+// A Conn belongs to its Loop: call its methods from its handler, or, on a
+// Loop with one worker, from any handler or posted function of that Loop.
+// From another goroutine (or another worker), use Async. Conn is
+// registered Edge-triggered, for Readable while it reads and Writable
+// only while output waits for room.
+type Conn struct {
+	l   *Loop
+	s   Stream
+	h   ConnHandler
+	cfg ConnConfig
+	e   *entry
+	gen uint32
+	tok poll.Token
+
+	// User is the caller's, for its own per-connection state.
+	User any
+
+	in  []byte // input not yet consumed (own buffer; empty most of the time)
+	out []byte // output queued, out[outAt:]
+	at  int
+
+	registered poll.Ready // the interest the Stream is registered with now
+	inCall     bool       // a call of this Conn is in progress: it flushes at its end
+	kicked     bool       // a Trigger for output queued outside a call is pending
+	eof        bool       // Read returned io.EOF
+	closing    bool       // Close: write what is queued, then close
+	shut       bool       // CloseWrite asked for: shut down once the queue is written
+	shutDone   bool
+	paused     bool // PauseRead
+	pressured  bool // output above HighWater: not reading
+	redeliver  bool // hand the unconsumed input to Data again before reading
+	undrained  bool // a read pass stopped (back pressure, PauseRead) before the socket was drained
+	failed     bool // an error or Abort: close now, dropping the queue
+	closed     bool // removed: its Stream is closed
+	err        error
+
+	asyncMu     sync.Mutex
+	async       []func(*Conn) // guarded by asyncMu
+	asyncClosed bool          // guarded by asyncMu: removed, Async refuses
+}
+
+// connSource is the Conn as its entry's handler: Removed closes the
+// Stream. Its Ready is not used: the Loop calls Conn.ready directly, with
+// the worker's read buffer.
+type connSource Conn
+
+func (cs *connSource) Ready(*Loop, poll.Event) Action { return Keep }
+
+func (cs *connSource) Removed(l *Loop, t poll.Token) { (*Conn)(cs).removed() }
+
+// AddConn puts s on the Loop as a Conn with protocol h. The Conn owns s
+// from then on, also when AddConn fails (s is then closed).
+func (l *Loop) AddConn(s Stream, h ConnHandler, cfg ConnConfig, o ...AddOption) (*Conn, error) {
+	if l == nil || l.p == nil {
+		return nil, errZeroLoop
+	}
+	if s == nil || h == nil {
+		return nil, fmt.Errorf("%w: eventloop: AddConn needs a Stream and a ConnHandler", ErrInvalidArgument)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	var ac addConfig
+	for _, f := range o {
+		if f != nil {
+			f(&ac)
+		}
+	}
+	c := &Conn{l: l, s: s, h: h, cfg: cfg, registered: connReading}
+	l.conns.Add(1)
+	_, err = l.add(s, connReading, poll.Edge, (*connSource)(c), kindConn, ac.prio, func(tok poll.Token, e *entry, gen uint32) {
+		c.tok, c.e, c.gen = tok, e, gen
+	})
+	if err != nil {
+		l.conns.Add(-1)
+		_ = s.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Conns is the number of Conns on the Loop (added and not yet closed).
+func (l *Loop) Conns() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.conns.Load())
+}
+
+// Token is the Conn's token on its Loop.
+func (c *Conn) Token() poll.Token { return c.tok }
+
+// Loop is the Loop the Conn is on.
+func (c *Conn) Loop() *Loop { return c.l }
+
+// Stream is the Stream the Conn drives, for its addresses and options. Do
+// not read, write or close it directly.
+func (c *Conn) Stream() Stream { return c.s }
+
+// Queued is the number of bytes written and not yet taken by the Stream.
+func (c *Conn) Queued() int { return len(c.out) - c.at }
+
+// Buffered is the number of bytes received and not yet consumed.
+func (c *Conn) Buffered() int { return len(c.in) }
+
+// Closed reports whether the Conn is closed (removed, its Stream closed).
+func (c *Conn) Closed() bool { return c.closed }
+
+// Write queues b to be written at the end of the Conn's call (or, from
+// outside a call, in the Conn's next call, which it triggers). It returns
+// ErrWriteQueueFull, queuing nothing, if that would pass MaxWriteQueue,
+// and ErrClosed after Close.
+func (c *Conn) Write(b []byte) (int, error) {
+	if c.closed || c.closing || c.failed {
+		return 0, ErrClosed
+	}
+	if c.Queued()+len(b) > c.cfg.MaxWriteQueue {
+		return 0, ErrWriteQueueFull
+	}
+	c.out = append(c.out, b...)
+	c.afterQueue()
+	return len(b), nil
+}
+
+// WriteString is Write for a string, without converting it.
+func (c *Conn) WriteString(s string) (int, error) {
+	if c.closed || c.closing || c.failed {
+		return 0, ErrClosed
+	}
+	if c.Queued()+len(s) > c.cfg.MaxWriteQueue {
+		return 0, ErrWriteQueueFull
+	}
+	c.out = append(c.out, s...)
+	c.afterQueue()
+	return len(s), nil
+}
+
+var _ io.Writer = (*Conn)(nil)
+
+// afterQueue applies back pressure and makes sure the output is written.
+func (c *Conn) afterQueue() {
+	if !c.pressured && c.Queued() > c.cfg.HighWater {
+		c.pressured = true
+		if p, ok := c.h.(ConnPressure); ok {
+			p.Pressure(c, true)
+		}
+	}
+	c.kick()
+}
+
+// kick makes sure the Conn gets a call to act on something done outside
+// one.
+func (c *Conn) kick() {
+	if c.inCall || c.kicked || c.closed {
+		return
+	}
+	c.kicked = true
+	c.l.trigger(c.e, c.gen)
+}
+
+// Flush writes the queued output now, rather than at the end of the call.
+func (c *Conn) Flush() {
+	if !c.closed {
+		c.flush()
+	}
+}
+
+// Close closes the Conn once its queued output is written: reading stops
+// at once. Its ConnCloser hears err nil. Closing twice does nothing.
+func (c *Conn) Close() {
+	if c.closed || c.closing {
+		return
+	}
+	c.closing = true
+	c.kick()
+}
+
+// CloseWrite shuts down the sending side once the queued output is
+// written: the peer reads the end of input, and may still send.
+func (c *Conn) CloseWrite() {
+	if c.closed || c.shut {
+		return
+	}
+	c.shut = true
+	c.kick()
+}
+
+// Abort closes the Conn at once, dropping its queued output. Its
+// ConnCloser hears err (nil if err is nil).
+func (c *Conn) Abort(err error) {
+	if c.closed || c.failed {
+		return
+	}
+	c.fail(err)
+	c.kick()
+}
+
+// PauseRead stops reading until ResumeRead (as back pressure does on its
+// own); input the peer sends meanwhile waits in the socket.
+func (c *Conn) PauseRead() {
+	c.paused = true
+}
+
+// ResumeRead resumes reading after PauseRead; unconsumed input is handed
+// to Data again.
+func (c *Conn) ResumeRead() {
+	if !c.paused {
+		return
+	}
+	c.paused = false
+	c.redeliver = len(c.in) > 0
+	c.kick()
+}
+
+// Async runs f on the Loop as part of the Conn's calls, from any
+// goroutine: never concurrently with its handler, also with several
+// workers. It returns ErrClosed if the Conn is closed (f may also be
+// dropped if it closes before f's turn).
+func (c *Conn) Async(f func(*Conn)) error {
+	if f == nil {
+		return fmt.Errorf("%w: eventloop: Async of a nil function", ErrInvalidArgument)
+	}
+	c.asyncMu.Lock()
+	if c.asyncClosed {
+		c.asyncMu.Unlock()
+		return ErrClosed
+	}
+	c.async = append(c.async, f)
+	c.asyncMu.Unlock()
+	c.l.trigger(c.e, c.gen)
+	return nil
+}
+
+// fail ends the Conn with err: it closes at the end of the call, its
+// queue dropped.
+func (c *Conn) fail(err error) {
+	if c.failed {
+		return
+	}
+	c.failed = true
+	c.err = err
+	c.out, c.at = nil, 0
+}
+
+// removed is Removed: the Conn is off the Loop and no call of it runs.
+func (c *Conn) removed() {
+	c.closed = true
+	c.asyncMu.Lock()
+	c.asyncClosed = true
+	c.async = nil
+	c.asyncMu.Unlock()
+	if err := ignoreClosed(c.s.Close()); err != nil && c.err == nil {
+		c.err = err
+	}
+	c.in, c.out = nil, nil
+	c.l.conns.Add(-1)
+	if cl, ok := c.h.(ConnCloser); ok {
+		cl.Closed(c, c.err)
+	}
+}
