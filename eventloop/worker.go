@@ -17,7 +17,7 @@ type worker struct {
 	wake   chan struct{} // several workers: a send ends this worker's wait
 	// helping: woken to take queued work (workers.helping); Loop.mu.
 	helping bool
-	buf     []byte // read buffer the Conns it calls share
+	buf     []byte   // read buffer the Conns it calls share
 	calls   counter  // handler calls made, for Stats
 	_       [64]byte // keep workers' counters off each other's cache lines
 }
