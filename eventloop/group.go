@@ -1,0 +1,158 @@
+package eventloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Group is N Loops serving one program, one goroutine each, for servers
+// that use every core: listeners are shared among them (see
+// Group.ListenTCP), and each connection then lives on one Loop.
+//
+// The zero Group is not usable: its methods return an error wrapping
+// ErrInvalidArgument. Make Groups with NewGroup.
+type Group struct {
+	loops   []*Loop
+	balance Balance
+	next    atomic.Uint64 // round-robin position
+	pending []atomic.Int64 // connections handed to each Loop, not yet added
+
+	mu        sync.Mutex
+	listeners []*listener // for the accept pauses the tests count
+}
+
+// GroupConfig configures a Group. The zero value means the defaults.
+type GroupConfig struct {
+	// Loops is the number of Loops. Default runtime.GOMAXPROCS(0).
+	Loops int
+	// Loop configures each Loop.
+	Loop Config
+	// Balance chooses the Loop that a connection accepted by a shared
+	// listener goes to. Default RoundRobin.
+	Balance Balance
+}
+
+// Balance is how a Group hands accepted connections to its Loops.
+type Balance uint8
+
+const (
+	// RoundRobin hands connections to the Loops in turn.
+	RoundRobin Balance = iota
+	// LeastConnections hands each connection to the Loop with the fewest
+	// Conns (counting connections handed to it and not yet added).
+	LeastConnections
+)
+
+// NewGroup opens c.Loops Loops.
+func NewGroup(c GroupConfig) (*Group, error) {
+	if c.Loops < 0 || c.Balance > LeastConnections {
+		return nil, fmt.Errorf("%w: eventloop: GroupConfig Loops %d, Balance %d", ErrInvalidArgument, c.Loops, c.Balance)
+	}
+	if c.Loops == 0 {
+		c.Loops = runtime.GOMAXPROCS(0)
+	}
+	g := &Group{balance: c.Balance, pending: make([]atomic.Int64, c.Loops)}
+	for range c.Loops {
+		l, err := New(c.Loop)
+		if err != nil {
+			return nil, errors.Join(err, g.Close())
+		}
+		g.loops = append(g.loops, l)
+	}
+	return g, nil
+}
+
+var errZeroGroup = fmt.Errorf("%w: nil or zero eventloop.Group (make one with eventloop.NewGroup)", ErrInvalidArgument)
+
+// Loops returns the Group's Loops.
+func (g *Group) Loops() []*Loop {
+	if g == nil {
+		return nil
+	}
+	return g.loops
+}
+
+// Run runs every Loop, each on its own goroutine (the first on the
+// caller's), with h as Run's Handler, and returns when all have returned:
+// after Shutdown, Close or ctx's end, or when one fails (the others are
+// then shut down). It returns the first error, or ctx's.
+func (g *Group) Run(ctx context.Context, h Handler) error {
+	if g == nil || len(g.loops) == 0 {
+		return errZeroGroup
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(g.loops))
+	var wg sync.WaitGroup
+	for i, l := range g.loops[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i+1] = l.Run(ctx, h); errs[i+1] != nil {
+				cancel()
+			}
+		}()
+	}
+	if errs[0] = g.loops[0].Run(ctx, h); errs[0] != nil {
+		cancel()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown shuts every Loop down (see Loop.Shutdown).
+func (g *Group) Shutdown() {
+	if g == nil {
+		return
+	}
+	for _, l := range g.loops {
+		l.Shutdown()
+	}
+}
+
+// Close closes every Loop (see Loop.Close), and with them the Group's
+// listeners. Closing twice returns an error matching ErrClosed.
+func (g *Group) Close() error {
+	if g == nil {
+		return errZeroGroup
+	}
+	var errs []error
+	for _, l := range g.loops {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// pick chooses the Loop for a new connection, and counts it as pending
+// there until the accept function has run.
+func (g *Group) pick() int {
+	i := 0
+	switch g.balance {
+	case LeastConnections:
+		best := int64(-1)
+		for k, l := range g.loops {
+			n := int64(l.Conns()) + g.pending[k].Load()
+			if best < 0 || n < best {
+				i, best = k, n
+			}
+		}
+	default:
+		i = int((g.next.Add(1) - 1) % uint64(len(g.loops)))
+	}
+	g.pending[i].Add(1)
+	return i
+}
