@@ -18,7 +18,7 @@ import (
 type Group struct {
 	loops   []*Loop
 	balance Balance
-	next    atomic.Uint64 // round-robin position
+	next    atomic.Uint64  // round-robin position
 	pending []atomic.Int64 // connections handed to each Loop, not yet added
 
 	mu        sync.Mutex

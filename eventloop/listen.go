@@ -189,4 +189,3 @@ func (s *listener) Removed(l *Loop, t poll.Token) {
 	_ = s.ln.Close()
 	_ = s.backoff.Close()
 }
-
