@@ -20,9 +20,6 @@ type Group struct {
 	balance Balance
 	next    atomic.Uint64  // round-robin position
 	pending []atomic.Int64 // connections handed to each Loop, not yet added
-
-	mu        sync.Mutex
-	listeners []*listener // for the accept pauses the tests count
 }
 
 // GroupConfig configures a Group. The zero value means the defaults.

@@ -51,7 +51,6 @@ type listener struct {
 	// acceptBackoff, re-arms it.
 	backoff    *poll.Registration
 	backoffSet *poll.SetReadiness
-	pauses     int
 }
 
 // ListenTCP listens on addr ("host:port"; port 0 picks a free one) and
@@ -120,9 +119,6 @@ func (g *Group) serve(l *Loop, ln *socket.TCPListener, accept AcceptFunc, own bo
 	if _, err := l.Add(s.backoff, poll.Readable, poll.Edge, SourceFunc(s.resume)); err != nil {
 		return errors.Join(err, l.Remove(tok))
 	}
-	g.mu.Lock()
-	g.listeners = append(g.listeners, s)
-	g.mu.Unlock()
 	return nil
 }
 
@@ -170,7 +166,7 @@ func (s *listener) handOff(c *socket.TCPConn) {
 // Poll's own timing wheel; re-arming reports it at once if connections
 // queued up meanwhile.
 func (s *listener) pause() Action {
-	s.pauses++
+	s.l.stats.acceptPauses.Add(1)
 	if err := s.backoffSet.DelayReadiness(poll.Readable, acceptBackoff); err != nil {
 		return Keep
 	}

@@ -20,14 +20,17 @@ type Stats struct {
 	// ActionErrors counts Rearm and Disarm actions whose Reregister failed;
 	// each removed its source.
 	ActionErrors uint64
+	// AcceptPauses counts the times a Group listener on this Loop paused
+	// accepting after accept failed (out of descriptors, typically).
+	AcceptPauses uint64
 	// WorkerCalls is, per worker of the last Run, the handler calls it
 	// made: how evenly several workers shared the load.
 	WorkerCalls []uint64
 }
 
 type stats struct {
-	iterations, tasks, stale, dropped, actionErrors atomic.Uint64
-	callsDone                                       atomic.Uint64 // calls of the workers of earlier Runs
+	iterations, tasks, stale, dropped, actionErrors, acceptPauses atomic.Uint64
+	callsDone                                                     atomic.Uint64 // calls of the workers of earlier Runs
 }
 
 // counter is a counter with one writer: it increments with a load and a
@@ -50,6 +53,7 @@ func (l *Loop) Stats() Stats {
 		Stale:        s.stale.Load(),
 		Dropped:      s.dropped.Load(),
 		ActionErrors: s.actionErrors.Load(),
+		AcceptPauses: s.acceptPauses.Load(),
 	}
 	l.mu.Lock()
 	for _, w := range l.lastWorkers {

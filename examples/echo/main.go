@@ -15,7 +15,12 @@
 // the tests), the other paces accept when the process runs out of
 // descriptors (see server.pauseAccept).
 //
+// With -mode loop the same server runs on the eventloop package instead
+// (loop_server.go): -loops N Loops, one goroutine each, share the
+// listener (-reuseport gives each Loop its own).
+//
 //	go run ./examples/echo -addr 127.0.0.1:9000
+//	go run ./examples/echo -mode loop -loops 2
 //	nc 127.0.0.1 9000
 package main
 
@@ -29,9 +34,21 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9000", "address to listen on")
+	mode := flag.String("mode", "poll", "poll: written on poll.Poll; loop: on eventloop")
+	loops := flag.Int("loops", 1, "loop mode: the number of Loops (goroutines)")
+	reusePort := flag.Bool("reuseport", false, "loop mode: a listener per Loop (SO_REUSEPORT)")
 	flag.Parse()
 
-	srv, err := newServer(*addr, log.Printf)
+	var srv echoServer
+	var err error
+	switch *mode {
+	case "poll":
+		srv, err = newServer(*addr, log.Printf)
+	case "loop":
+		srv, err = newLoopServer(*addr, *loops, *reusePort, log.Printf)
+	default:
+		log.Fatalf("echo: unknown -mode %q", *mode)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,7 +58,7 @@ func main() {
 		<-sigs
 		srv.Stop()
 	}()
-	log.Printf("echo: listening on %s (backend %s)", srv.Addr(), srv.p.Backend())
+	log.Printf("echo: listening on %s (backend %s, mode %s)", srv.Addr(), srv.Backend(), *mode)
 	if err := srv.Run(); err != nil {
 		log.Fatal(err)
 	}
