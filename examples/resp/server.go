@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/socket"
+)
+
+// config is the server's.
+type config struct {
+	addr      string
+	loops     int
+	reusePort bool
+	idle      time.Duration // close connections idle this long (0: never)
+	lim       limits
+	conn      eventloop.ConnConfig
+}
+
+// server is a Group of Loops sharing one key space.
+type server struct {
+	cfg      config
+	g        *eventloop.Group
+	db       *store
+	addr     net.Addr
+	maxReply int // the largest reply a session builds (below the write queue's bound)
+	logf     func(format string, args ...any)
+
+	// The most output any Conn held queued, and input it held unconsumed,
+	// after a request: what bounds the server's memory per client.
+	maxQueued, maxBuffered atomic.Int64
+}
+
+// noteMax raises m to v if v is larger.
+func noteMax(m *atomic.Int64, v int64) {
+	for {
+		old := m.Load()
+		if v <= old || m.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+func newServer(cfg config, logf func(string, ...any)) (*server, error) {
+	if cfg.lim == (limits{}) {
+		cfg.lim = defaultLimits
+	}
+	if cfg.conn.MaxReadBuffer == 0 {
+		// Room for the largest request the parser accepts.
+		cfg.conn.MaxReadBuffer = cfg.lim.maxTotal + cfg.lim.maxInline
+	}
+	g, err := eventloop.NewGroup(eventloop.GroupConfig{Loops: cfg.loops})
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, g: g, db: newStore(), logf: logf}
+	cc, err := s.connConfig()
+	if err != nil {
+		return nil, errors.Join(err, g.Close())
+	}
+	s.maxReply = cc.MaxWriteQueue - cc.HighWater - 1024
+	var opts []eventloop.ListenOption
+	if cfg.reusePort {
+		opts = append(opts, eventloop.ReusePort())
+	}
+	if s.addr, err = g.ListenTCP("tcp", cfg.addr, s.accept, opts...); err != nil {
+		return nil, errors.Join(err, g.Close())
+	}
+	return s, nil
+}
+
+// connConfig is the ConnConfig with its defaults filled in, which the
+// sessions rely on (HighWater, MaxWriteQueue).
+func (s *server) connConfig() (eventloop.ConnConfig, error) {
+	c := s.cfg.conn
+	if c.MaxWriteQueue == 0 {
+		c.MaxWriteQueue = eventloop.DefaultMaxWriteQueue
+	}
+	if c.HighWater == 0 {
+		c.HighWater = min(eventloop.DefaultHighWater, c.MaxWriteQueue)
+	}
+	if c.MaxWriteQueue-c.HighWater < 64<<10 {
+		return c, errors.New("resp: MaxWriteQueue must exceed HighWater by 64 KiB at least")
+	}
+	s.cfg.conn = c
+	return c, nil
+}
+
+// accept starts a session on the Loop the Group chose.
+func (s *server) accept(l *eventloop.Loop, c *socket.TCPConn) {
+	_ = c.SetNoDelay(true)
+	ss := &session{srv: s}
+	conn, err := l.AddConn(c, ss, s.cfg.conn)
+	if err != nil {
+		s.logf("resp: add %s: %v", c.RemoteAddr(), err)
+		return
+	}
+	ss.conn = conn
+	ss.armIdle()
+}
+
+// Addr is the address the server listens on.
+func (s *server) Addr() net.Addr { return s.addr }
+
+// Stop makes Run return.
+func (s *server) Stop() { s.g.Shutdown() }
+
+// Run serves until Stop, then closes everything.
+func (s *server) Run() error {
+	err := s.g.Run(context.Background(), nil)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	if cerr := s.g.Close(); cerr != nil && !errors.Is(cerr, eventloop.ErrClosed) {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+// session is one client connection's protocol state.
+type session struct {
+	srv  *server
+	conn *eventloop.Conn
+	args [][]byte // the current request's arguments, reused
+	out  []byte   // the current request's reply, reused
+	quit bool     // QUIT: close once the reply is written
+	seen bool     // input arrived since the idle check last looked
+}
+
+// Data parses and runs every complete request in in, and queues their
+// replies on the Conn, which writes them all at the end of the read: a
+// pipeline of N requests that arrives in one read costs one read and one
+// write. It stops early, leaving the rest for later, when the queued
+// replies pass the Conn's high-water mark: the Conn stops reading then,
+// and hands the rest back when the client has read its replies.
+func (s *session) Data(c *eventloop.Conn, in []byte) int {
+	s.seen = true
+	lim := s.srv.cfg.lim
+	high := s.srv.cfg.conn.HighWater
+	done := 0
+	for done < len(in) && !s.quit {
+		if c.Queued() > high {
+			break
+		}
+		args, n, err := parse(in[done:], s.args, lim)
+		s.args = args
+		if errors.Is(err, errIncomplete) {
+			break
+		}
+		if err != nil {
+			// Malformed: reply, close once written, take the rest.
+			_, _ = c.Write(appendError(s.out[:0], err.Error()))
+			c.Close()
+			return len(in)
+		}
+		done += n
+		if len(args) == 0 {
+			continue
+		}
+		s.out = s.execute(args, s.out[:0])
+		if s.out == nil || len(s.out) > s.srv.maxReply {
+			s.out = appendError(s.out[:0], "ERR reply exceeds the output buffer limit")
+		}
+		if _, err := c.Write(s.out); err != nil {
+			c.Abort(err) // cannot happen below high water; do not leave a request unanswered
+			return len(in)
+		}
+		if q := int64(c.Queued()); q > s.srv.maxQueued.Load() {
+			noteMax(&s.srv.maxQueued, q)
+		}
+		if cap(s.out) > 64<<10 {
+			s.out = nil // a big reply's buffer goes back to the GC
+		}
+	}
+	if s.quit {
+		c.Close()
+		return len(in)
+	}
+	if rest := int64(len(in) - done); rest > s.srv.maxBuffered.Load() {
+		noteMax(&s.srv.maxBuffered, rest)
+	}
+	return done
+}
+
+// Closed logs what a client does not cause by going away.
+func (s *session) Closed(c *eventloop.Conn, err error) {
+	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) && !errors.Is(err, errIdle) {
+		s.srv.logf("resp: %v", err)
+	}
+}
+
+// errIdle closes a connection that was idle for too long.
+var errIdle = errors.New("resp: idle timeout")
+
+// armIdle starts the idle check: not built yet (it needs AfterFunc).
+func (s *session) armIdle() {}
