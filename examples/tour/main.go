@@ -3,6 +3,8 @@
 // goroutine, a delayed readiness, a channel fed from another goroutine, a
 // timer) registered with the same Poll and coming back from the same Poll
 // call.
+// Then the same kinds of work through an eventloop.Loop, a handler per
+// source (loop.go).
 //
 //	go run ./examples/tour
 //
@@ -50,6 +52,11 @@ func stops() []stop {
 
 func main() {
 	if err := tour(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "tour:", err)
+		os.Exit(1)
+	}
+	fmt.Println("\nThe same through an eventloop.Loop, a handler per source:")
+	if err := loopTour(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "tour:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/unipoll/unipoll/channel"
+	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/poll"
+	"github.com/unipoll/unipoll/socket"
+)
+
+// loopTour is the same tour on an eventloop.Loop: each source gets its own
+// handler instead of a switch on tokens, a function posted from another
+// goroutine runs on the loop, and the loop stops itself once every source
+// has been heard from.
+func loopTour(out io.Writer) error {
+	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+
+	l, err := eventloop.New(eventloop.Config{})
+	if err != nil {
+		return err
+	}
+	defer l.Close() // removes every source; their Removed close what they own
+	say("Opened a Loop on the %q backend.", l.Poll().Backend())
+
+	start := time.Now()
+	seen := map[string]bool{}
+	heard := func(l *eventloop.Loop, kind, what string) {
+		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
+		seen[kind] = true
+		if len(seen) == 5 {
+			l.Shutdown()
+		}
+	}
+
+	// 1. A socket: its handler reads until the socket would block, as Edge
+	// asks, and keeps the registration.
+	a, b, err := socket.Pair()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	buf := make([]byte, 64)
+	if _, err := l.Add(a, poll.Readable, poll.Edge, closer{a, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		for {
+			n, err := a.Read(buf)
+			if err != nil {
+				return eventloop.Keep // ErrWouldBlock: the next edge brings us back
+			}
+			heard(l, "socket", fmt.Sprintf("read %q", buf[:n]))
+		}
+	})}, eventloop.Priority(1)); err != nil {
+		return err
+	}
+	say("Added one end of a socket pair (priority 1: its events go first).")
+
+	// 2. A channel: the Receiver is a source like the others.
+	tx, rx := channel.New[string]()
+	if _, err := l.Add(rx, poll.Readable, poll.Edge, closer{rx, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		for v := range rx.Drain() {
+			heard(l, "channel", fmt.Sprintf("received %q", v))
+		}
+		return eventloop.Keep
+	})}); err != nil {
+		return err
+	}
+	say("Added a channel's Receiver.")
+
+	// 3. A Registration, made ready by another goroutine; Oneshot, so its
+	// handler is called once and the source is then removed.
+	worker, workerReady := poll.NewRegistration()
+	if _, err := l.Add(worker, poll.Readable, poll.Oneshot, closer{worker, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		heard(l, "Registration", "set by another goroutine; removing it")
+		return eventloop.Remove
+	})}); err != nil {
+		return err
+	}
+	say("Added a user-space Registration (Oneshot).")
+
+	// 4. Delayed readiness: the Poll's timing wheel fires it.
+	alarm, alarmReady := poll.NewRegistration()
+	if _, err := l.Add(alarm, poll.Readable, poll.Oneshot, closer{alarm, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		heard(l, "delay", "fired by the timing wheel")
+		return eventloop.Keep
+	})}); err != nil {
+		return err
+	}
+	if err := alarmReady.DelayReadiness(poll.Readable, 50*time.Millisecond); err != nil {
+		return err
+	}
+	say("Added a Registration that becomes ready in 50ms.")
+
+	go func() {
+		_, _ = b.Write([]byte("hello through the kernel"))
+		_ = tx.Send("hello through a channel")
+		_ = workerReady.SetReadiness(poll.Readable)
+		// 5. Work posted from another goroutine runs on the loop.
+		_ = l.Post(func(l *eventloop.Loop) { heard(l, "Post", "a function from another goroutine, run on the loop") })
+	}()
+	say("A goroutine writes to the socket, sends on the channel, sets the Registration and posts a function.\n")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.Run(ctx, nil); err != nil {
+		return fmt.Errorf("loop: %w", err)
+	}
+	if len(seen) != 5 {
+		return errors.New("the loop stopped before every source was heard from")
+	}
+	st := l.Stats()
+	say("\nOne Loop, five kinds of work. Stats: %d iterations, %d handler calls, %d posted functions.",
+		st.Iterations, st.Calls, st.Tasks)
+	return nil
+}
+
+// closer is a handler whose Removed closes the source it owns, which the
+// Loop calls once the source has left it (Remove, or Close).
+type closer struct {
+	src io.Closer
+	eventloop.SourceHandler
+}
+
+func (c closer) Removed(*eventloop.Loop, poll.Token) { _ = c.src.Close() }

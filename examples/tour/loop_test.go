@@ -1,0 +1,24 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoopTour(t *testing.T) {
+	var out strings.Builder
+	if err := loopTour(&out); err != nil {
+		t.Fatalf("loop tour failed: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		`socket: read "hello through the kernel"`,
+		`channel: received "hello through a channel"`,
+		"Registration: set by another goroutine",
+		"delay: fired by the timing wheel",
+		"Post: a function from another goroutine",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
