@@ -1,0 +1,180 @@
+package eventloop_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/poll"
+	"github.com/unipoll/unipoll/socket"
+)
+
+// A Loop with one source: a socket whose handler reads what arrives, and
+// a function posted from another goroutine that stops the Loop.
+func Example() {
+	l, err := eventloop.New(eventloop.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+
+	a, b, _ := socket.Pair()
+	defer a.Close()
+	defer b.Close()
+	buf := make([]byte, 64)
+	_, err = l.Add(a, poll.Readable, poll.Edge, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		n, _ := a.Read(buf)
+		fmt.Printf("read %q\n", buf[:n])
+		_ = l.Post(func(l *eventloop.Loop) {
+			fmt.Println("posted function runs; stopping")
+			l.Shutdown()
+		})
+		return eventloop.Keep
+	}))
+	if err != nil {
+		panic(err)
+	}
+	go func() { _, _ = b.Write([]byte("hello")) }()
+	if err := l.Run(context.Background(), nil); err != nil {
+		panic(err)
+	}
+	// Output:
+	// read "hello"
+	// posted function runs; stopping
+}
+
+// What a handler returns decides what happens next: Rearm calls it again
+// (here while a counter says there is work left, as a handler that stops
+// after its share of an iteration would), Disarm stops calls until
+// Loop.Rearm, and Remove takes the source off the Loop, after which its
+// Removed runs.
+func ExampleAction() {
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	reg, set := poll.NewRegistration()
+	left := 3
+	h := &counting{f: func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		left--
+		fmt.Println("call, work left:", left)
+		if left > 0 {
+			return eventloop.Rearm
+		}
+		return eventloop.Remove
+	}, done: func() { fmt.Println("removed"); _ = reg.Close(); l.Shutdown() }}
+	if _, err := l.Add(reg, poll.Readable, poll.Edge, h); err != nil {
+		panic(err)
+	}
+	_ = set.SetReadiness(poll.Readable) // one edge
+	_ = l.Run(context.Background(), nil)
+	// Output:
+	// call, work left: 2
+	// call, work left: 1
+	// call, work left: 0
+	// removed
+}
+
+// counting is a SourceHandler with a Removed.
+type counting struct {
+	f    eventloop.SourceFunc
+	done func()
+}
+
+func (c *counting) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action { return c.f(l, ev) }
+func (c *counting) Removed(*eventloop.Loop, poll.Token)                    { c.done() }
+
+// Ready sources are called highest priority first.
+func ExamplePriority() {
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	for _, p := range []int{0, 2, 1} {
+		reg, set := poll.NewRegistration()
+		defer reg.Close()
+		_, _ = l.Add(reg, poll.Readable, poll.Edge, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+			fmt.Println("priority", p)
+			if p == 0 {
+				l.Shutdown()
+			}
+			return eventloop.Keep
+		}), eventloop.Priority(p))
+		_ = set.SetReadiness(poll.Readable)
+	}
+	_ = l.Run(context.Background(), nil)
+	// Output:
+	// priority 2
+	// priority 1
+	// priority 0
+}
+
+// echo is a ConnHandler: every byte back.
+type echo struct{}
+
+func (echo) Data(c *eventloop.Conn, in []byte) int {
+	n, _ := c.Write(in) // queued; written once at the end of the read
+	return n
+}
+
+// A Conn is a buffered stream on the Loop: the handler sees the input and
+// queues its output; the Conn reads, writes, waits for room and applies
+// back pressure.
+func ExampleLoop_AddConn() {
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	server, client, _ := socket.Pair()
+	defer client.Close()
+	if _, err := l.AddConn(server, echo{}, eventloop.ConnConfig{}); err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, nil) }()
+
+	_, _ = client.Write([]byte("ping"))
+	events, _ := poll.New()
+	defer events.Close()
+	_ = events.Register(client, 1, poll.Readable, poll.Edge)
+	ev := poll.NewEvents(1)
+	_, _ = events.Poll(ev, 5*time.Second)
+	buf := make([]byte, 16)
+	n, _ := client.Read(buf)
+	fmt.Printf("%s\n", buf[:n])
+	cancel()
+	<-done
+	// Output:
+	// ping
+}
+
+// A Group of Loops serving one listener: each connection is handed to a
+// Loop in turn and lives there as a Conn.
+func ExampleGroup_ListenTCP() {
+	g, err := eventloop.NewGroup(eventloop.GroupConfig{Loops: 2})
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+	addr, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
+		_, _ = l.AddConn(c, echo{}, eventloop.ConnConfig{})
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, nil) }()
+
+	for i := range 2 {
+		c, _ := net.Dial("tcp", addr.String())
+		fmt.Fprintf(c, "hello %d", i)
+		buf := make([]byte, 7)
+		_, _ = io.ReadFull(c, buf)
+		fmt.Printf("%s\n", buf)
+		c.Close()
+	}
+	cancel()
+	<-done
+	// Output:
+	// hello 0
+	// hello 1
+}
