@@ -83,7 +83,7 @@ type counting struct {
 }
 
 func (c *counting) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action { return c.f(l, ev) }
-func (c *counting) Removed(*eventloop.Loop, poll.Token)                    { c.done() }
+func (c *counting) Removed(*eventloop.Loop, poll.Token)                     { c.done() }
 
 // Ready sources are called highest priority first.
 func ExamplePriority() {
