@@ -177,6 +177,7 @@ func TestActionDisarm(t *testing.T) {
 			require.Equal(t, 1, rec.count(), "called while disarmed")
 			require.NoError(t, l.Rearm(tok))
 			eventually(t, "the call after Rearm", func() bool { return rec.count() == 2 })
+			quiesce(t, l) // its Disarm is applied: the call has returned
 			// The method, from this goroutine: disarmed again.
 			rec.mu.Lock()
 			rec.next = nil

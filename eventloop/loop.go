@@ -52,6 +52,7 @@ type Loop struct {
 	multi   *workers // several workers: their shared state, during Run
 
 	lastWorkers []*worker // the workers of the current or last Run, for Stats
+	once        *worker   // RunOnce's, kept for its buffers
 
 	// Trigger's items, for the run-queue owner to take (trigger.go).
 	kickMu     sync.Mutex

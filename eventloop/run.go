@@ -58,6 +58,22 @@ func (l *Loop) Run(ctx context.Context, h Handler) error {
 		err = l.runOne(rs, h, ws[0])
 	}
 	stopWatch()
+	if l.endRun(ws) {
+		if rerr := l.release(); err == nil {
+			err = rerr
+		}
+	}
+	if err == nil && rs.ctxDone.Load() && !l.stop.Load() {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// endRun ends a Run or RunOnce: removals left to the Loop are finished
+// while it still counts as active (so no other Run starts and owns the run
+// queue meanwhile), then it is marked inactive. It reports whether Close
+// was called meanwhile and the release is the caller's to do.
+func (l *Loop) endRun(ws []*worker) (release bool) {
 	l.drainReaps()
 	l.mu.Lock()
 	for len(l.reaps) > 0 { // a Remove that raced the drain
@@ -67,19 +83,13 @@ func (l *Loop) Run(ctx context.Context, h Handler) error {
 	}
 	l.active = false
 	for _, w := range ws {
-		l.stats.callsDone.Add(w.calls.load())
+		c := w.calls.load()
+		l.stats.callsDone.Add(c - w.accounted)
+		w.accounted = c
 	}
-	closing := l.closing
+	release = l.closing
 	l.mu.Unlock()
-	if closing {
-		if rerr := l.release(); err == nil {
-			err = rerr
-		}
-	}
-	if err == nil && rs.ctxDone.Load() && !l.stop.Load() {
-		err = ctx.Err()
-	}
-	return err
+	return release
 }
 
 // interrupt wakes a Run for its context's end: Run notices rs.ctxDone.
@@ -109,38 +119,89 @@ func (l *Loop) runOne(rs *runState, h Handler, w *worker) error {
 	// queue for the next Run.
 	defer w.flushNext()
 	for !l.stopping(rs) {
-		w.flushNext()
-		if l.kickN.Load() != 0 {
-			l.takeKicks()
-		}
-		timeout := time.Duration(-1)
-		if l.rq.n > 0 {
-			timeout = 0
-		}
-		n, err := l.p.Poll(w.events, timeout)
-		if err != nil {
-			return fmt.Errorf("eventloop: poll: %w", err)
-		}
-		l.stats.iterations.Add(1)
-		for i := range n {
-			ev := w.events.At(i)
-			if !IsLoopToken(ev.Token) {
-				if h != nil {
-					h.Ready(l, ev)
-				}
-				continue
-			}
-			l.route(ev)
-		}
-		l.dispatch(w)
-		if l.reapN.Load() != 0 {
-			l.drainReaps()
-		}
-		if tick != nil {
-			tick.Tick(l)
+		if err := l.iterate(w, h, tick, -1); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// iterate is one iteration with one worker: the entries that asked for
+// Rearm and those triggered join the run queue, the Poll is asked (without
+// waiting if anything is queued), its events are routed, the queue is
+// dispatched within the budgets, removals left to the Loop are finished,
+// and Tick runs.
+func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration) error {
+	w.flushNext()
+	if l.kickN.Load() != 0 {
+		l.takeKicks()
+	}
+	if l.rq.n > 0 {
+		timeout = 0
+	}
+	n, err := l.p.Poll(w.events, timeout)
+	if err != nil {
+		return fmt.Errorf("eventloop: poll: %w", err)
+	}
+	l.stats.iterations.Add(1)
+	for i := range n {
+		ev := w.events.At(i)
+		if !IsLoopToken(ev.Token) {
+			if h != nil {
+				h.Ready(l, ev)
+			}
+			continue
+		}
+		l.route(ev)
+	}
+	l.dispatch(w)
+	if l.reapN.Load() != 0 {
+		l.drainReaps()
+	}
+	if tick != nil {
+		tick.Tick(l)
+	}
+	return nil
+}
+
+// RunOnce makes one iteration of the Loop on the caller's goroutine: one
+// Poll call that waits at most timeout (negative: until something is
+// ready; zero: not at all; it does not wait if handler calls are already
+// queued), the calls for what it returned and what was queued, within the
+// budgets, and h's Tick if h is a Ticker. It is the AEN notes' poll and
+// poll_nowait, for a program that drives the Loop from a loop of its own.
+// Config.Workers does not apply: the caller's goroutine does everything.
+//
+// It returns ErrRunning while a Run or another RunOnce is in progress, and
+// nil at once after Shutdown.
+func (l *Loop) RunOnce(timeout time.Duration, h Handler) error {
+	if l == nil || l.p == nil {
+		return errZeroLoop
+	}
+	l.mu.Lock()
+	switch {
+	case l.closed.Load():
+		l.mu.Unlock()
+		return ErrClosed
+	case l.active:
+		l.mu.Unlock()
+		return ErrRunning
+	case l.stop.Load():
+		l.mu.Unlock()
+		return nil
+	}
+	l.active = true
+	if l.once == nil {
+		l.once = newWorker(l, 0)
+	}
+	w := l.once
+	l.lastWorkers = []*worker{w}
+	l.mu.Unlock()
+	tick, _ := h.(Ticker)
+	err := l.iterate(w, h, tick, timeout)
+	w.flushNext()
+	l.endRun([]*worker{w})
+	return err
 }
 
 // route queues the entry an event names, if it is of the token's

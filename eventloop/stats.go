@@ -60,7 +60,7 @@ func (l *Loop) Stats() Stats {
 		c := w.calls.load()
 		st.WorkerCalls = append(st.WorkerCalls, c)
 		if l.active {
-			st.Calls += c
+			st.Calls += c - w.accounted
 		}
 	}
 	l.mu.Unlock()

@@ -17,9 +17,12 @@ type worker struct {
 	wake   chan struct{} // several workers: a send ends this worker's wait
 	// helping: woken to take queued work (workers.helping); Loop.mu.
 	helping bool
-	buf     []byte   // read buffer the Conns it calls share
-	calls   counter  // handler calls made, for Stats
-	_       [64]byte // keep workers' counters off each other's cache lines
+	// idleTurn: woken to help, and nothing done since; Loop.mu.
+	idleTurn  bool
+	buf       []byte   // read buffer the Conns it calls share
+	calls     counter  // handler calls made, for Stats
+	accounted uint64   // calls already added to Stats.Calls; Loop.mu
+	_         [64]byte // keep workers' counters off each other's cache lines
 }
 
 func newWorker(l *Loop, id int) *worker {

@@ -17,8 +17,9 @@ import (
 // Invariants:
 //
 //	W1. A worker waits idle only after finding, under Loop.mu, nothing it
-//	    may take from the run queue and a leader present. Whoever queues
-//	    work does so under Loop.mu and wakes an idle worker if there is one
+//	    may take from the run queue and a leader present, or after making
+//	    sure another worker is on its way (W4). Whoever queues work does
+//	    so under Loop.mu and wakes an idle worker if there is one
 //	    (wakeHelperLocked); the leader, when its Poll returns, hands the
 //	    role to the idle worker that has waited longest (promoteLocked), or
 //	    leaves it vacant for the first worker to come by if none is idle.
@@ -26,17 +27,25 @@ import (
 //	    worker sleeps some worker is the leader.
 //	W2. The role rotates: a worker that leaves the leader's role does not
 //	    take it back while another is designated, and idle workers are
-//	    woken first in, first out (the one that has waited longest goes
-//	    next; a woken worker goes to the back when it waits again). This is
-//	    the fair wake-up of the wait-queue notes: a leader that never has to
-//	    block (there is always something ready) would otherwise poll and
-//	    run everything itself, as the most recently woken waiter does under
-//	    the kernel's exclusive wake-ups (EPOLLEXCLUSIVE).
+//	    woken first in, first out: the one that has waited longest goes
+//	    next, and a worker goes to the back when it waits again, unless it
+//	    was woken to help and found nothing to do (that was no turn: it
+//	    keeps its place at the front). This is the fair wake-up of the
+//	    wait-queue notes: a leader that never has to block (there is always
+//	    something ready) would otherwise poll and run everything itself, as
+//	    the most recently woken waiter does under the kernel's exclusive
+//	    wake-ups (EPOLLEXCLUSIVE).
 //	W3. A claim and a release happen under Loop.mu. An event routed for an
 //	    entry that is running sets entry.again instead of queueing it; the
 //	    release requeues it. So a handler never runs twice at once and no
 //	    event that arrives during a call is lost.
-//	W4. Every send on a worker's wake channel goes with its removal from
+//	W4. A worker that has made workerShare calls since it last waited makes
+//	    sure another worker is on its way to the run queue and waits at the
+//	    back of the queue. Under a load that never lets it run dry it would
+//	    otherwise never wait, and on a machine with fewer cores than
+//	    workers the worker woken to help might not even get a core until
+//	    one that runs blocks.
+//	W5. Every send on a worker's wake channel goes with its removal from
 //	    idle, and a worker puts itself in idle once before each wait: so a
 //	    wake-up is never lost nor left over for a later wait.
 type workers struct {
@@ -52,6 +61,9 @@ type workers struct {
 
 	raw sync.Mutex // serialises Run's Handler.Ready and Tick
 }
+
+// workerShare is W4's number of calls.
+const workerShare = 64
 
 // runWorkers is Run with several workers: the caller's goroutine is
 // all[0], the others are started here, and it returns when all have
@@ -81,7 +93,7 @@ func (l *Loop) runWorkers(rs *runState, h Handler, all []*worker) error {
 // wakeAllLocked wakes every idle worker (Shutdown, a failure).
 func (m *workers) wakeAllLocked() {
 	for _, w := range m.idle {
-		w.wake <- struct{}{} // W4: never full
+		w.wake <- struct{}{} // W5: never full
 	}
 	clear(m.idle)
 	m.idle = m.idle[:0]
@@ -151,11 +163,13 @@ func (m *workers) serve(w *worker, rs *runState, h Handler) {
 	budget := l.cfg.MaxDispatchPerIteration
 	evBudget := l.cfg.MaxEventsPerIteration
 	used, evUsed := 0, 0 // since this worker last polled
+	streak := 0          // calls since this worker last waited (W4)
 	l.mu.Lock()
 	for !m.stoppedLocked(rs) {
 		spent := used >= budget || evUsed >= evBudget
 		switch {
 		case m.leader == w:
+			w.idleTurn = false
 			m.poll(w, h) // on failure m.failed ends the loop
 			used, evUsed = 0, 0
 		case l.rq.n > 0 && !(spent && m.leader == nil):
@@ -163,6 +177,7 @@ func (m *workers) serve(w *worker, rs *runState, h Handler) {
 			if !ok {
 				continue
 			}
+			w.idleTurn = false
 			m.wakeHelperLocked(0)
 			l.mu.Unlock()
 			n, more := l.call(w, e, gen, r, max(budget-used, 1))
@@ -172,17 +187,15 @@ func (m *workers) serve(w *worker, rs *runState, h Handler) {
 			}
 			l.mu.Lock()
 			m.releaseLocked(e, gen, r, more)
+			if streak++; streak >= workerShare && (m.helping > 0 || len(m.idle) > 0) {
+				streak = 0
+				m.handOverLocked(w)
+			}
 		case m.leader == nil:
 			m.leader = w
 		default:
-			m.idle = append(m.idle, w)
-			l.mu.Unlock()
-			<-w.wake
-			l.mu.Lock()
-			if w.helping {
-				w.helping = false
-				m.helping--
-			}
+			streak = 0
+			m.waitLocked(w)
 		}
 	}
 	if m.leader == w {
@@ -191,6 +204,47 @@ func (m *workers) serve(w *worker, rs *runState, h Handler) {
 	// Leaving: wake the others, so that they see the end too.
 	m.wakeAllLocked()
 	l.mu.Unlock()
+}
+
+// waitLocked puts w in idle and waits to be woken (W5). A worker goes to
+// the back, unless it was woken to help and found nothing to do: that was
+// no turn, and it keeps its place at the front (W2).
+func (m *workers) waitLocked(w *worker) {
+	if w.idleTurn {
+		m.idle = append(m.idle, nil)
+		copy(m.idle[1:], m.idle)
+		m.idle[0] = w
+	} else {
+		m.idle = append(m.idle, w)
+	}
+	m.l.mu.Unlock()
+	<-w.wake
+	m.l.mu.Lock()
+	w.idleTurn = w.helping
+	if w.helping {
+		w.helping = false
+		m.helping--
+	}
+}
+
+// handOverLocked is W4: w makes sure another worker is on its way to the
+// run queue (one already woken to help, or the longest-idle one, woken
+// now), and waits itself. Waiting frees w's processor, which is what lets
+// the woken worker run on a machine with fewer cores than workers.
+func (m *workers) handOverLocked(w *worker) {
+	if m.leader == w {
+		return
+	}
+	if m.helping == 0 {
+		next := m.popIdleLocked()
+		if next == nil {
+			return // nobody to hand over to: keep going
+		}
+		next.helping = true
+		m.helping++
+		next.wake <- struct{}{}
+	}
+	m.waitLocked(w)
 }
 
 // poll is the leader's turn: Tick (but before the first Poll), the Poll
