@@ -166,3 +166,38 @@ func TestWorkersFairness(t *testing.T) {
 		})
 	}
 }
+
+// With several workers, an event that arrives while its source's handler
+// runs (routed by the leader meanwhile) is kept and brings another call
+// once the first returns, rather than a second call at once or none.
+func TestWorkersEventWhileRunning(t *testing.T) {
+	l := newLoop(t, Config{Workers: 2})
+	src := newRegSource(t)
+	var calls atomic.Int32
+	second := make(chan struct{})
+	rec := &recorder{next: func(poll.Event) Action {
+		if calls.Add(1) == 1 {
+			// A new edge while this call runs, and two more iterations,
+			// so that the other worker has polled and routed it.
+			it := l.Stats().Iterations
+			require.NoError(t, src.set.SetReadiness(poll.Readable))
+			eventually(t, "the other worker to poll", func() bool {
+				_ = l.Post(func(*Loop) {})
+				return l.Stats().Iterations >= it+2
+			})
+		} else {
+			close(second)
+		}
+		return Keep
+	}}
+	_, err := l.Add(src.reg, poll.Readable, poll.Edge, rec)
+	require.NoError(t, err)
+	start(t, l, nil)
+	require.NoError(t, src.set.SetReadiness(poll.Readable))
+	select {
+	case <-second:
+	case <-time.After(waitLimit):
+		t.Fatal("the edge that came during the first call was lost")
+	}
+	rec.check(t)
+}
