@@ -37,15 +37,18 @@ type protoError string
 
 func (e protoError) Error() string { return "ERR Protocol error: " + string(e) }
 
+// The errors are of type error, not protoError: returning a protoError
+// value as an error would allocate each time.
 var (
-	errMultibulkLen   = protoError("invalid multibulk length")
-	errBulkLen        = protoError("invalid bulk length")
-	errTooBigMbulk    = protoError("too big mbulk count string")
-	errTooBigBulk     = protoError("too big bulk count string")
-	errTooBigInline   = protoError("too big inline request")
-	errUnbalanced     = protoError("unbalanced quotes in request")
-	errBulkTerminator = protoError("bulk string not terminated by CRLF")
-	errTooBigRequest  = protoError("request too big")
+	errMultibulkLen   error = protoError("invalid multibulk length")
+	errBulkLen        error = protoError("invalid bulk length")
+	errTooBigMbulk    error = protoError("too big mbulk count string")
+	errTooBigBulk     error = protoError("too big bulk count string")
+	errTooBigInline   error = protoError("too big inline request")
+	errUnbalanced     error = protoError("unbalanced quotes in request")
+	errBulkTerminator error = protoError("bulk string not terminated by CRLF")
+	errTooBigRequest  error = protoError("request too big")
+	errHeaderCRLF     error = protoError("header line not terminated by CRLF")
 )
 
 // errIncomplete is not an error to reply with: the input holds only part
@@ -118,7 +121,7 @@ func parseHeader(in []byte, at int, lim limits, tooBig error) (int64, int, error
 	}
 	line := in[at : at+nl]
 	if len(line) == 0 || line[len(line)-1] != '\r' {
-		return 0, 0, protoError("header line not terminated by CRLF")
+		return 0, 0, errHeaderCRLF
 	}
 	v, ok := parseInt(line[:len(line)-1])
 	if !ok {
