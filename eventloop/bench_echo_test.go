@@ -37,10 +37,12 @@ type echoPair struct {
 func echoSetup(b *testing.B) []echoPair {
 	pairs := make([]echoPair, echoPairs)
 	for i := range pairs {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
 		s, err := socket.AdoptUnixConn(fds[0])
 		if err != nil {
 			b.Fatal(err)

@@ -126,6 +126,9 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 	return c, nil
 }
 
+// errZeroConn is returned by the methods of a nil or zero Conn.
+var errZeroConn = fmt.Errorf("%w: nil or zero eventloop.Conn (make one with Loop.AddConn)", ErrInvalidArgument)
+
 // Conn is a buffered non-blocking stream on a Loop: input is read when the
 // Stream is readable and handed to the ConnHandler; output written with
 // Write is queued and written at the end of the Conn's call (one write for
@@ -142,6 +145,10 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 // From another goroutine (or another worker), use Async. Conn is
 // registered Edge-triggered, for Readable while it reads and Writable
 // only while output waits for room.
+//
+// The zero Conn is not usable: Write, WriteString and Async return an
+// error wrapping ErrInvalidArgument, Closed reports true, and the other
+// methods do nothing. Make Conns with Loop.AddConn.
 type Conn struct {
 	l   *Loop
 	s   Stream
@@ -228,30 +235,61 @@ func (l *Loop) Conns() int {
 	return int(l.conns.Load())
 }
 
-// Token is the Conn's token on its Loop.
-func (c *Conn) Token() poll.Token { return c.tok }
+// zero reports a nil or zero Conn.
+func (c *Conn) zero() bool { return c == nil || c.l == nil }
 
-// Loop is the Loop the Conn is on.
-func (c *Conn) Loop() *Loop { return c.l }
+// Token is the Conn's token on its Loop (0 for a zero Conn).
+func (c *Conn) Token() poll.Token {
+	if c.zero() {
+		return 0
+	}
+	return c.tok
+}
+
+// Loop is the Loop the Conn is on (nil for a zero Conn).
+func (c *Conn) Loop() *Loop {
+	if c.zero() {
+		return nil
+	}
+	return c.l
+}
 
 // Stream is the Stream the Conn drives, for its addresses and options. Do
 // not read, write or close it directly.
-func (c *Conn) Stream() Stream { return c.s }
+func (c *Conn) Stream() Stream {
+	if c.zero() {
+		return nil
+	}
+	return c.s
+}
 
 // Queued is the number of bytes written and not yet taken by the Stream.
-func (c *Conn) Queued() int { return len(c.out) - c.at }
+func (c *Conn) Queued() int {
+	if c.zero() {
+		return 0
+	}
+	return len(c.out) - c.at
+}
 
 // Buffered is the number of bytes received and not yet consumed.
-func (c *Conn) Buffered() int { return len(c.in) }
+func (c *Conn) Buffered() int {
+	if c.zero() {
+		return 0
+	}
+	return len(c.in)
+}
 
 // Closed reports whether the Conn is closed (removed, its Stream closed).
-func (c *Conn) Closed() bool { return c.closed }
+func (c *Conn) Closed() bool { return c.zero() || c.closed }
 
 // Write queues b to be written at the end of the Conn's call (or, from
 // outside a call, in the Conn's next call, which it triggers). It returns
 // ErrWriteQueueFull, queuing nothing, if that would pass MaxWriteQueue,
 // and ErrClosed after Close.
 func (c *Conn) Write(b []byte) (int, error) {
+	if c.zero() {
+		return 0, errZeroConn
+	}
 	if c.closed || c.closing || c.failed {
 		return 0, ErrClosed
 	}
@@ -265,6 +303,9 @@ func (c *Conn) Write(b []byte) (int, error) {
 
 // WriteString is Write for a string, without converting it.
 func (c *Conn) WriteString(s string) (int, error) {
+	if c.zero() {
+		return 0, errZeroConn
+	}
 	if c.closed || c.closing || c.failed {
 		return 0, ErrClosed
 	}
@@ -301,7 +342,7 @@ func (c *Conn) kick() {
 
 // Flush writes the queued output now, rather than at the end of the call.
 func (c *Conn) Flush() {
-	if !c.closed {
+	if !c.Closed() {
 		c.flush()
 	}
 }
@@ -309,7 +350,7 @@ func (c *Conn) Flush() {
 // Close closes the Conn once its queued output is written: reading stops
 // at once. Its ConnCloser hears err nil. Closing twice does nothing.
 func (c *Conn) Close() {
-	if c.closed || c.closing {
+	if c.Closed() || c.closing {
 		return
 	}
 	c.closing = true
@@ -319,7 +360,7 @@ func (c *Conn) Close() {
 // CloseWrite shuts down the sending side once the queued output is
 // written: the peer reads the end of input, and may still send.
 func (c *Conn) CloseWrite() {
-	if c.closed || c.shut {
+	if c.Closed() || c.shut {
 		return
 	}
 	c.shut = true
@@ -329,7 +370,7 @@ func (c *Conn) CloseWrite() {
 // Abort closes the Conn at once, dropping its queued output. Its
 // ConnCloser hears err (nil if err is nil).
 func (c *Conn) Abort(err error) {
-	if c.closed || c.failed {
+	if c.Closed() || c.failed {
 		return
 	}
 	c.fail(err)
@@ -339,13 +380,15 @@ func (c *Conn) Abort(err error) {
 // PauseRead stops reading until ResumeRead (as back pressure does on its
 // own); input the peer sends meanwhile waits in the socket.
 func (c *Conn) PauseRead() {
-	c.paused = true
+	if !c.Closed() {
+		c.paused = true
+	}
 }
 
 // ResumeRead resumes reading after PauseRead; unconsumed input is handed
 // to Data again.
 func (c *Conn) ResumeRead() {
-	if !c.paused {
+	if c.Closed() || !c.paused {
 		return
 	}
 	c.paused = false
@@ -358,6 +401,9 @@ func (c *Conn) ResumeRead() {
 // workers. It returns ErrClosed if the Conn is closed (f may also be
 // dropped if it closes before f's turn).
 func (c *Conn) Async(f func(*Conn)) error {
+	if c.zero() {
+		return errZeroConn
+	}
 	if f == nil {
 		return fmt.Errorf("%w: eventloop: Async of a nil function", ErrInvalidArgument)
 	}

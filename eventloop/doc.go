@@ -1,52 +1,82 @@
 // Package eventloop is the thin dispatcher on top of a poll.Poll: a Loop
 // calls a handler per source as its events come, in priority order, one
-// call at a time per source, with the actions a real server needs (rearm,
-// disarm, remove, safely while another goroutine runs the handler),
-// functions posted from other goroutines, and several workers serving
-// one Loop.
+// call at a time per source, with what real servers need around it:
+// actions that rearm, disarm or remove a source, safe removal while
+// another goroutine runs the handler, fairness between sources, work
+// posted from other goroutines, several workers on one Loop, Groups of
+// Loops for every core, and buffered connections.
 //
 // # The Loop
 //
-//   - New(Config) opens a Loop; Loop.Poll is its Poll, for sources the
-//     caller registers directly (their events go to Run's Handler).
+//   - New(Config) opens a Loop. Loop.Poll is its Poll, for sources the
+//     caller registers directly: their events go to Run's Handler
+//     (HandlerFunc adapts a function; a Ticker also hears the end of each
+//     iteration).
 //   - Loop.Run(ctx, h) serves it until Shutdown, ctx's end or Close;
-//     Handler, Ticker and HandlerFunc are what Run calls.
-//   - Loop.Shutdown stops Run from any goroutine or handler; Loop.Close
-//     releases everything the Loop made.
-//   - Loop.Stats counts iterations, calls, posted functions, stale events.
+//     Loop.RunOnce makes one iteration on the caller's goroutine, for a
+//     program with a loop of its own.
+//   - Loop.Shutdown stops Run, from any goroutine or a handler;
+//     Loop.Close releases everything the Loop made.
+//   - Loop.Stats counts iterations, calls, posted functions, stale and
+//     dropped events, and the calls per worker.
 //
 // # Sources and their handlers
 //
 //   - Loop.Add(src, interest, opts, h, ...AddOption) registers a source
-//     under a token the Loop chooses; SourceHandler (or SourceFunc) is
-//     called for its events and returns an Action: Keep, Rearm, Disarm or
-//     Remove. Priority is the AddOption that orders handlers.
-//   - Loop.Rearm, Loop.Disarm and Loop.Remove do the same from any
-//     goroutine. Remover's Removed runs once the source has left the Loop
-//     and its last call has returned: the place to close a descriptor.
-//   - Tokens carry a generation (IsLoopToken), so an event, a queued call
+//     under a token the Loop chooses. h is a SourceHandler (SourceFunc
+//     adapts a function); its Ready returns an Action: Keep, Rearm (call
+//     again after the others, and re-enable a Oneshot or disarmed source),
+//     Disarm or Remove. Priority is the AddOption that orders the calls.
+//   - Loop.Rearm, Loop.Disarm, Loop.Remove and Loop.Trigger (a call with
+//     no event) act from any goroutine. After Remove returns the handler
+//     is not called again, but for a call already in progress; its
+//     Remover.Removed then runs once, after the last call: the place to
+//     close the source's descriptor.
+//   - Tokens carry a generation (see IsLoopToken): an event, a queued call
 //     or a stale token of a removed source never reaches a source that
 //     took its place, also one that reuses its descriptor number.
 //
-// # Work from other goroutines
-//
-//   - Loop.Post(f) runs f on the Loop, in order per poster (a channel
-//     package Receiver is one of the Loop's sources).
-//   - Loop.WakePollers wakes the workers as an event would.
-//
 // # Fairness and priorities
 //
-// Config.MaxDispatchPerIteration bounds handler calls and posted
-// functions between two Poll calls, so a flood of posts, an always-ready
-// source or a handler that keeps asking for Rearm cannot starve the
-// others; Config.MaxEventsPerIteration caps source events per iteration,
-// which makes priority strict across iterations.
+// Config.MaxDispatchPerIteration bounds the handler calls and posted
+// functions between two Poll calls, so that a flood of posts, an
+// always-ready source or a handler that keeps asking for Rearm cannot
+// starve the others. Config.MaxEventsPerIteration caps the calls for
+// source events per iteration, which makes priority strict across
+// iterations: a source that did not get its turn waits, none is lost.
 //
-// # Workers
+// # Work from other goroutines
 //
-// Config.Workers > 1 serves one Loop with several goroutines, leader and
-// followers: one polls at a time, the others run handlers; idle workers
-// are woken first in, first out, so the load spreads over all of them.
-// A handler still never runs concurrently with itself, and Remove keeps
-// its promise.
+// Loop.Post(f) runs f on the Loop, in order per poster: the posted
+// functions travel through a channel package Receiver that is one of the
+// Loop's own sources, so posting to a busy Loop costs no system call.
+// Loop.WakePollers wakes the workers as an event would.
+//
+// # Workers and Groups
+//
+// Config.Workers serves one Loop with several goroutines, leader and
+// followers: one polls, the others run handlers, and the leader's role
+// goes to the worker that has waited longest, so that each takes a fair
+// share; a handler still never runs concurrently with itself. NewGroup
+// opens N Loops (default GOMAXPROCS), one goroutine each; Group.ListenTCP
+// shares a listener among them, handing connections round robin or to
+// the least loaded Loop (Balance), or gives each Loop its own with
+// ReusePort; AcceptFunc receives each connection on its Loop.
+//
+// # Connections
+//
+// Loop.AddConn makes a Conn of a Stream (a *socket.TCPConn or
+// *socket.UnixConn): input is handed to the ConnHandler where it lies, a
+// read pass ends at the first short read (one read per message), output
+// is queued and written once per call, and the queue is bounded
+// (ConnConfig), with back pressure above a high-water mark (ConnPressure)
+// and hooks for the end of input (ConnEOF) and the close (ConnCloser).
+// Conn.Async runs a function among the Conn's calls from any goroutine.
+//
+// # Errors
+//
+// Errors are sentinels matched with errors.Is: ErrClosed,
+// ErrInvalidArgument (both poll's), ErrUnknownToken, ErrRunning,
+// ErrTableFull, ErrWriteQueueFull, ErrReadBufferFull. Nil and zero values
+// return errors and never panic.
 package eventloop

@@ -55,7 +55,8 @@ func (f SourceFunc) Ready(l *Loop, ev poll.Event) Action { return f(l, ev) }
 
 // Action is what a SourceHandler asks the Loop to do with its source after
 // Ready returns. The same changes can be made from any goroutine with
-// Loop.Rearm, Loop.Disarm and Loop.Remove.
+// Loop.Rearm, Loop.Disarm and Loop.Remove. A value that is none of the
+// four is taken as Keep.
 type Action uint8
 
 const (

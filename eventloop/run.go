@@ -30,6 +30,9 @@ func (l *Loop) Run(ctx context.Context, h Handler) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: eventloop: Run needs a context", ErrInvalidArgument)
 	}
+	if f, ok := h.(HandlerFunc); ok && f == nil {
+		return fmt.Errorf("%w: eventloop: Run with a nil HandlerFunc", ErrInvalidArgument)
+	}
 	l.mu.Lock()
 	switch {
 	case l.closed.Load():
@@ -177,6 +180,9 @@ func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration)
 func (l *Loop) RunOnce(timeout time.Duration, h Handler) error {
 	if l == nil || l.p == nil {
 		return errZeroLoop
+	}
+	if f, ok := h.(HandlerFunc); ok && f == nil {
+		return fmt.Errorf("%w: eventloop: RunOnce with a nil HandlerFunc", ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	switch {

@@ -34,7 +34,7 @@ func (l *Loop) Add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 	if l == nil || l.p == nil {
 		return 0, errZeroLoop
 	}
-	if src == nil || h == nil {
+	if f, ok := h.(SourceFunc); src == nil || h == nil || ok && f == nil {
 		return 0, fmt.Errorf("%w: eventloop: Add needs a source and a handler", ErrInvalidArgument)
 	}
 	var c addConfig

@@ -92,11 +92,16 @@ func drain(c interface{ Read([]byte) (int, error) }) int {
 }
 
 // pipe returns a non-blocking pipe's two descriptors; the caller closes
-// them.
+// them. (pipe then fcntl, not pipe2, which darwin lacks; the tests start
+// no process that could inherit them meanwhile.)
 func pipe(t testing.TB) (r, w int) {
 	t.Helper()
 	var p [2]int
-	require.NoError(t, unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC))
+	require.NoError(t, unix.Pipe(p[:]))
+	for _, fd := range p {
+		unix.CloseOnExec(fd)
+		require.NoError(t, unix.SetNonblock(fd, true))
+	}
 	return p[0], p[1]
 }
 
