@@ -144,7 +144,8 @@ var errZeroConn = fmt.Errorf("%w: nil or zero eventloop.Conn (make one with Loop
 // Loop with one worker, from any handler or posted function of that Loop.
 // From another goroutine (or another worker), use Async. Conn is
 // registered Edge-triggered, for Readable while it reads and Writable
-// only while output waits for room.
+// only while output waits for room (for Error alone while it does
+// neither).
 //
 // The zero Conn is not usable: Write, WriteString and Async return an
 // error wrapping ErrInvalidArgument, Closed reports true, and the other

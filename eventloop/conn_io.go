@@ -220,6 +220,12 @@ func (c *Conn) settle(act Action) Action {
 	if c.Queued() > 0 {
 		want |= poll.Writable
 	}
+	if want == 0 {
+		// Neither reading nor writing (the end of input came and the
+		// handler keeps the Conn open): a Poll watches nothing for
+		// nothing, so it watches for an error, the one thing left to learn.
+		want = poll.Error
+	}
 	if c.reading() && (c.redeliver || c.undrained) {
 		act = Rearm // reading resumed: input in hand, or maybe in the socket
 	}

@@ -41,8 +41,8 @@ import (
 //     Rearm and Disarm, Deregister for Remove) happen under entry.mu
 //     together with the flag they go with, and only while fLive is set.
 //     So when entry.mu is free, the Poll's registration and the flags
-//     agree: a disarmed source is registered with no interest (or is a
-//     spent Oneshot), and a removed one is not registered.
+//     agree: a disarmed source is deregistered (entry.deregistered) or is
+//     a spent Oneshot, and a removed one is not registered.
 //  5. h, src, interest, opts, lvl are written by Add before the store of
 //     fLive that publishes the incarnation, and cleared by free after
 //     fRemoved; they are read by a claimer after its CAS, or under
@@ -58,7 +58,8 @@ type entry struct {
 	kind     entryKind
 	idx      uint32
 
-	mu sync.Mutex // invariant 4
+	mu           sync.Mutex // invariant 4
+	deregistered bool       // Disarm took it out of the Poll; guarded by mu
 
 	// Run-queue fields, owned by the run-queue owner (runq.go).
 	ready  poll.Ready // readiness merged since the last call

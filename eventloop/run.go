@@ -298,7 +298,7 @@ func (l *Loop) apply(e *entry, gen uint32, act Action) (again bool) {
 	case Disarm:
 		e.mu.Lock()
 		// A Oneshot source that was just reported is disarmed in the Poll
-		// already; anything else needs its interest taken away.
+		// already; anything else is deregistered.
 		err = l.disarmLocked(e, gen, !e.opts.IsOneshot())
 		e.mu.Unlock()
 	case Remove:

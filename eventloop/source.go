@@ -106,15 +106,24 @@ func (l *Loop) Rearm(t poll.Token) error {
 	return l.rearmLocked(e, gen)
 }
 
-// rearmLocked clears fDisarmed, then reregisters: in that order, an event
-// that the Reregister produces cannot find the entry still disarmed and be
-// dropped.
+// rearmLocked clears fDisarmed, then registers the source again (if
+// Disarm deregistered it) or reregisters it: in that order, an event that
+// the registration produces cannot find the entry still disarmed and be
+// dropped. Either way a source that is ready now is reported (rule 5).
 func (l *Loop) rearmLocked(e *entry, gen uint32) error {
 	if _, ok := e.liveAt(gen); !ok {
-		return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
+		return unknownToken(makeToken(e.idx, gen))
 	}
 	e.state.And(^fDisarmed)
-	return l.p.Reregister(e.src, makeToken(e.idx, gen), e.interest, e.opts)
+	tok := makeToken(e.idx, gen)
+	if e.deregistered {
+		if err := l.p.Register(e.src, tok, e.interest, e.opts); err != nil {
+			return err
+		}
+		e.deregistered = false
+		return nil
+	}
+	return l.p.Reregister(e.src, tok, e.interest, e.opts)
 }
 
 // reinterest changes the interest of a live entry (a Conn's, from its own
@@ -149,20 +158,26 @@ func (l *Loop) Disarm(t poll.Token) error {
 }
 
 // disarmLocked sets fDisarmed and, if the Poll may still report the
-// source, reregisters it with no interest (invariant 4).
-func (l *Loop) disarmLocked(e *entry, gen uint32, reregister bool) error {
+// source, deregisters it (invariant 4): a Poll cannot watch a source for
+// nothing, and a deregistered source costs no wake-up at all; Rearm
+// registers it again.
+func (l *Loop) disarmLocked(e *entry, gen uint32, deregister bool) error {
 	s, ok := e.liveAt(gen)
 	if !ok {
-		return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
+		return unknownToken(makeToken(e.idx, gen))
 	}
 	if s&fDisarmed != 0 {
 		return nil
 	}
 	e.state.Or(fDisarmed)
-	if !reregister {
+	if !deregister || e.deregistered {
 		return nil
 	}
-	return l.p.Reregister(e.src, makeToken(e.idx, gen), 0, e.opts)
+	if err := l.p.Deregister(e.src); err != nil {
+		return err
+	}
+	e.deregistered = true
+	return nil
 }
 
 // Remove takes the source of token t off the Loop: it is deregistered from
@@ -193,7 +208,10 @@ func (l *Loop) remove(e *entry, gen uint32) error {
 		e.mu.Unlock()
 		return fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(makeToken(e.idx, gen)))
 	}
-	err := ignoreClosed(l.p.Deregister(e.src))
+	var err error
+	if !e.deregistered {
+		err = ignoreClosed(l.p.Deregister(e.src))
+	}
 	var s uint64
 	for {
 		// Only remove clears fLive, and it holds e.mu: the entry is still
@@ -266,7 +284,7 @@ func (l *Loop) freeLocked(e *entry) SourceHandler {
 	h := e.h
 	gen := stateGen(e.state.Load())
 	e.ready, e.queued, e.again = 0, false, false
-	e.h, e.src, e.lvl = nil, nil, nil
+	e.h, e.src, e.lvl, e.deregistered = nil, nil, nil, false
 	e.state.Store(uint64((gen+1)&uint32(genMask)) << genShift)
 	return h
 }
