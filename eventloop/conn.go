@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/unipoll/unipoll/poll"
 )
@@ -35,6 +36,12 @@ type Stream interface {
 type ConnHandler interface {
 	Data(c *Conn, in []byte) (consumed int)
 }
+
+// ConnFunc adapts a function to ConnHandler.
+type ConnFunc func(c *Conn, in []byte) int
+
+// Data calls f(c, in).
+func (f ConnFunc) Data(c *Conn, in []byte) int { return f(c, in) }
 
 // ConnCloser is told when a Conn is closed: its Stream has been closed and
 // the Conn is off the Loop. err is nil after Close or the peer's end of
@@ -81,6 +88,12 @@ type ConnConfig struct {
 	// keeps the socket full gets this many, then the others have their
 	// turn, and the Conn goes on in the next iteration. Default 8.
 	ReadsPerCall int
+	// ReadTimeout closes the Conn (with ErrReadTimeout) when no input has
+	// arrived for this long. 0: never.
+	ReadTimeout time.Duration
+	// IdleTimeout closes the Conn (with ErrIdleTimeout) when neither input
+	// has arrived nor output left for this long. 0: never.
+	IdleTimeout time.Duration
 }
 
 // Conn defaults.
@@ -102,7 +115,8 @@ var (
 )
 
 func (c ConnConfig) withDefaults() (ConnConfig, error) {
-	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 {
+	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 ||
+		c.ReadTimeout < 0 || c.IdleTimeout < 0 {
 		return c, fmt.Errorf("%w: eventloop: negative ConnConfig field: %+v", ErrInvalidArgument, c)
 	}
 	if c.MaxReadBuffer == 0 {
@@ -181,6 +195,8 @@ type Conn struct {
 	closed     bool // removed: its Stream is closed
 	err        error
 
+	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
+
 	asyncMu     sync.Mutex
 	async       []func(*Conn) // guarded by asyncMu
 	asyncClosed bool          // guarded by asyncMu: removed, Async refuses
@@ -201,7 +217,7 @@ func (l *Loop) AddConn(s Stream, h ConnHandler, cfg ConnConfig, o ...AddOption) 
 	if l == nil || l.p == nil {
 		return nil, errZeroLoop
 	}
-	if s == nil || h == nil {
+	if f, ok := h.(ConnFunc); s == nil || h == nil || ok && f == nil {
 		return nil, fmt.Errorf("%w: eventloop: AddConn needs a Stream and a ConnHandler", ErrInvalidArgument)
 	}
 	cfg, err := cfg.withDefaults()
@@ -219,13 +235,28 @@ func (l *Loop) AddConn(s Stream, h ConnHandler, cfg ConnConfig, o ...AddOption) 
 	l.conns.Add(1)
 	_, err = l.add(s, connReading, poll.Edge, (*connSource)(c), kindConn, ac.prio, func(tok poll.Token, e *entry, gen uint32) {
 		c.tok, c.e, c.gen = tok, e, gen
+		if c.hasDeadlines() {
+			now := time.Now()
+			c.dl.lastRead, c.dl.lastActive = now, now
+		}
 	})
 	if err != nil {
 		l.conns.Add(-1)
 		_ = s.Close()
 		return nil, err
 	}
+	if c.hasDeadlines() {
+		c.setDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout)))
+	}
 	return c, nil
+}
+
+// nonZero is d, or the longest duration for 0 (no limit).
+func nonZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return 1<<63 - 1
+	}
+	return d
 }
 
 // Conns is the number of Conns on the Loop (added and not yet closed).
@@ -433,6 +464,9 @@ func (c *Conn) fail(err error) {
 // removed is Removed: the Conn is off the Loop and no call of it runs.
 func (c *Conn) removed() {
 	c.closed = true
+	if c.hasDeadlines() {
+		c.stopDeadline()
+	}
 	c.asyncMu.Lock()
 	c.asyncClosed = true
 	c.async = nil

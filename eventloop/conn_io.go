@@ -19,6 +19,7 @@ func (c *Conn) ready(w *worker, r poll.Ready) Action {
 	c.inCall = true
 	c.kicked = false
 	c.runAsync()
+	c.checkDeadlines()
 	if c.Queued() > 0 {
 		c.flush()
 	}
@@ -80,6 +81,7 @@ func (c *Conn) readPass(w *worker, r poll.Ready) Action {
 		}
 		n, err := c.s.Read(buf)
 		if n > 0 {
+			c.noteRead()
 			if own {
 				c.in = c.in[:len(c.in)+n]
 				c.deliverOwn()
@@ -170,6 +172,9 @@ func (c *Conn) flush() {
 	if c.at < len(c.out) {
 		n, err := c.s.Write(c.out[c.at:])
 		c.at += n
+		if n > 0 {
+			c.noteWrite()
+		}
 		if err != nil && !isWouldBlock(err) {
 			c.fail(err)
 			return

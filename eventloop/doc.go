@@ -45,11 +45,13 @@
 // source events per iteration, which makes priority strict across
 // iterations: a source that did not get its turn waits, none is lost.
 //
-// # Work from other goroutines
+// # Work from other goroutines, and later
 //
 // Loop.Post(f) runs f on the Loop, in order per poster: the posted
 // functions travel through a channel package Receiver that is one of the
 // Loop's own sources, so posting to a busy Loop costs no system call.
+// Loop.AfterFunc(d, f) runs f after d, from a timer package Timer on the
+// Poll's own timing wheel; its cancel reports whether it stopped f.
 // Loop.WakePollers wakes the workers as an event would.
 //
 // # Workers and Groups
@@ -71,12 +73,16 @@
 // is queued and written once per call, and the queue is bounded
 // (ConnConfig), with back pressure above a high-water mark (ConnPressure)
 // and hooks for the end of input (ConnEOF) and the close (ConnCloser).
-// Conn.Async runs a function among the Conn's calls from any goroutine.
+// ConnConfig.ReadTimeout and IdleTimeout close a Conn that hears nothing
+// (ErrReadTimeout, ErrIdleTimeout), with one timeout per Conn on the
+// wheel. ConnFunc adapts a function. Conn.Async runs a function among the
+// Conn's calls from any goroutine.
 //
 // # Errors
 //
 // Errors are sentinels matched with errors.Is: ErrClosed,
 // ErrInvalidArgument (both poll's), ErrUnknownToken, ErrRunning,
-// ErrTableFull, ErrWriteQueueFull, ErrReadBufferFull. Nil and zero values
+// ErrTableFull, ErrWriteQueueFull, ErrReadBufferFull, ErrReadTimeout,
+// ErrIdleTimeout. Nil and zero values
 // return errors and never panic.
 package eventloop

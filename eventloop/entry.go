@@ -71,10 +71,11 @@ type entry struct {
 type entryKind uint8
 
 const (
-	kindUser entryKind = iota
-	kindWake           // Loop.wake: Shutdown, removals to finish, WakePollers
-	kindPost           // the channel of posted functions
-	kindConn           // a Conn: called with its worker's read buffer
+	kindUser  entryKind = iota
+	kindWake            // Loop.wake: Shutdown, removals to finish, WakePollers
+	kindPost            // the channel of posted functions
+	kindConn            // a Conn: called with its worker's read buffer
+	kindTimer           // the Loop's timer.Timer: AfterFunc, Conn deadlines
 )
 
 // State flags; the generation is above them.

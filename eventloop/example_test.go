@@ -178,3 +178,18 @@ func ExampleGroup_ListenTCP() {
 	// hello 0
 	// hello 1
 }
+
+// AfterFunc runs a function on the Loop after a delay, from a timer on the
+// Poll's own wheel; cancel says whether it stopped the function in time.
+func ExampleLoop_AfterFunc() {
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	cancel, _ := l.AfterFunc(time.Hour, func(*eventloop.Loop) { fmt.Println("never") })
+	_, _ = l.AfterFunc(20*time.Millisecond, func(l *eventloop.Loop) {
+		fmt.Println("20ms later; the hour-long one cancelled:", cancel())
+		l.Shutdown()
+	})
+	_ = l.Run(context.Background(), nil)
+	// Output:
+	// 20ms later; the hour-long one cancelled: true
+}

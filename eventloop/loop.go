@@ -9,6 +9,7 @@ import (
 
 	"github.com/unipoll/unipoll/channel"
 	"github.com/unipoll/unipoll/poll"
+	"github.com/unipoll/unipoll/timer"
 )
 
 // Loop is a Poll with a dispatcher on top: sources added with Add have
@@ -32,6 +33,7 @@ type Loop struct {
 	wakeSet *poll.SetReadiness
 	postTx  *channel.Sender[func(*Loop)]
 	postRx  *channel.Receiver[func(*Loop)]
+	tm      *timer.Timer[timerTask] // AfterFunc and Conn deadlines (afterfunc.go)
 
 	// life orders Add against Close: Add holds it for reading, Close for
 	// writing while it marks the Loop closed, so Close's release sees every
@@ -68,9 +70,9 @@ type Loop struct {
 // errZeroLoop is returned by the methods of a nil or zero Loop.
 var errZeroLoop = fmt.Errorf("%w: nil or zero eventloop.Loop (make one with eventloop.New)", ErrInvalidArgument)
 
-// New opens a Loop: its Poll, and the Loop's own two sources on it (a
-// Registration that Shutdown and Remove use to wake it, and the channel
-// of posted functions).
+// New opens a Loop: its Poll, and the Loop's own three sources on it (a
+// Registration that Shutdown and Remove use to wake it, the channel of
+// posted functions, and the timer of AfterFunc and Conn deadlines).
 func New(c Config) (*Loop, error) {
 	c, err := c.withDefaults()
 	if err != nil {
@@ -89,6 +91,9 @@ func New(c Config) (*Loop, error) {
 		return nil, errors.Join(err, l.release())
 	}
 	if _, err := l.add(l.postRx, poll.Readable, poll.Edge, nil, kindPost, 0, nil); err != nil {
+		return nil, errors.Join(err, l.release())
+	}
+	if err := l.newTimer(); err != nil {
 		return nil, errors.Join(err, l.release())
 	}
 	return l, nil
@@ -112,8 +117,11 @@ func (l *Loop) Sources() int {
 	if l == nil || l.p == nil {
 		return 0
 	}
-	return l.tab.count() - 2
+	return l.tab.count() - ownSources
 }
+
+// ownSources is the number of the Loop's own entries: wake, post, timer.
+const ownSources = 3
 
 // wakeUp makes a Poll in progress return, or the next one not block.
 func (l *Loop) wakeUp() { _ = l.wakeSet.SetReadiness(poll.Readable) }
@@ -180,6 +188,9 @@ func (l *Loop) release() error {
 	}
 	if l.wake != nil {
 		errs = append(errs, ignoreClosed(l.wake.Close()))
+	}
+	if l.tm != nil {
+		errs = append(errs, ignoreClosed(l.tm.Close()))
 	}
 	errs = append(errs, ignoreClosed(l.p.Close()))
 	return errors.Join(errs...)

@@ -268,6 +268,9 @@ func (l *Loop) call(w *worker, e *entry, gen uint32, r poll.Ready, budget int) (
 	case kindPost:
 		n, more := l.runPosted(budget)
 		return max(n, 1), more
+	case kindTimer:
+		n, more := l.runTimers(budget)
+		return max(n, 1), more
 	case kindWake:
 		return 1, false
 	case kindConn:

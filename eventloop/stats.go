@@ -10,6 +10,9 @@ type Stats struct {
 	Calls uint64
 	// Tasks is the number of posted functions run.
 	Tasks uint64
+	// Timers is the number of timeouts that ran (AfterFunc functions and
+	// Conn deadline checks).
+	Timers uint64
 	// Stale counts events for sources that had been removed by the time
 	// the event was routed or its turn came (their token's generation was
 	// over): dropped, as they must be.
@@ -29,8 +32,8 @@ type Stats struct {
 }
 
 type stats struct {
-	iterations, tasks, stale, dropped, actionErrors, acceptPauses atomic.Uint64
-	callsDone                                                     atomic.Uint64 // calls of the workers of earlier Runs
+	iterations, tasks, timers, stale, dropped, actionErrors, acceptPauses atomic.Uint64
+	callsDone                                                             atomic.Uint64 // calls of the workers of earlier Runs
 }
 
 // counter is a counter with one writer: it increments with a load and a
@@ -50,6 +53,7 @@ func (l *Loop) Stats() Stats {
 		Iterations:   s.iterations.Load(),
 		Calls:        s.callsDone.Load(),
 		Tasks:        s.tasks.Load(),
+		Timers:       s.timers.Load(),
 		Stale:        s.stale.Load(),
 		Dropped:      s.dropped.Load(),
 		ActionErrors: s.actionErrors.Load(),

@@ -3,6 +3,7 @@ package eventloop
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -106,3 +107,6 @@ func pipe(t testing.TB) (r, w int) {
 }
 
 var _ poll.Evented = poll.Fd(0)
+
+// runtimeGosched lets other goroutines run in a polling wait.
+func runtimeGosched() { runtime.Gosched() }

@@ -11,6 +11,8 @@
 // with an error reply, before its body is read; a client that sends and
 // never reads makes the Conn stop reading once its replies pass the
 // high-water mark. Malformed input gets a protocol error and a close.
+// Connections idle for -idle are closed, and expired keys nobody reads are
+// swept, both on the Loops' timers (AfterFunc, Conn deadlines).
 //
 //	go run ./examples/resp -addr 127.0.0.1:6380 -loops 2
 //	redis-cli -p 6380 set greeting hello

@@ -18,7 +18,7 @@ type config struct {
 	addr      string
 	loops     int
 	reusePort bool
-	idle      time.Duration // close connections idle this long (0: never)
+	idle      time.Duration // close connections idle this long (0: never), through the Conn's IdleTimeout
 	lim       limits
 	conn      eventloop.ConnConfig
 }
@@ -55,6 +55,7 @@ func newServer(cfg config, logf func(string, ...any)) (*server, error) {
 		// Room for the largest request the parser accepts.
 		cfg.conn.MaxReadBuffer = cfg.lim.maxTotal + cfg.lim.maxInline
 	}
+	cfg.conn.IdleTimeout = cfg.idle
 	g, err := eventloop.NewGroup(eventloop.GroupConfig{Loops: cfg.loops})
 	if err != nil {
 		return nil, err
@@ -72,7 +73,23 @@ func newServer(cfg config, logf func(string, ...any)) (*server, error) {
 	if s.addr, err = g.ListenTCP("tcp", cfg.addr, s.accept, opts...); err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
+	if _, err := g.Loops()[0].AfterFunc(sweepEvery, s.sweep); err != nil {
+		return nil, errors.Join(err, g.Close())
+	}
 	return s, nil
+}
+
+// Expired keys that nobody reads are dropped by a sweep on the first Loop,
+// every sweepEvery, of up to sweepPerShard keys of each shard: redis'
+// active expiry, on the Loop's timer rather than a goroutine of its own.
+const (
+	sweepEvery    = 100 * time.Millisecond
+	sweepPerShard = 20
+)
+
+func (s *server) sweep(l *eventloop.Loop) {
+	s.db.sweep(sweepPerShard)
+	_, _ = l.AfterFunc(sweepEvery, s.sweep) // fails only once the Loop is closing
 }
 
 // connConfig is the ConnConfig with its defaults filled in, which the
@@ -102,7 +119,6 @@ func (s *server) accept(l *eventloop.Loop, c *socket.TCPConn) {
 		return
 	}
 	ss.conn = conn
-	ss.armIdle()
 }
 
 // Addr is the address the server listens on.
@@ -130,7 +146,6 @@ type session struct {
 	args [][]byte // the current request's arguments, reused
 	out  []byte   // the current request's reply, reused
 	quit bool     // QUIT: close once the reply is written
-	seen bool     // input arrived since the idle check last looked
 }
 
 // Data parses and runs every complete request in in, and queues their
@@ -140,7 +155,6 @@ type session struct {
 // replies pass the Conn's high-water mark: the Conn stops reading then,
 // and hands the rest back when the client has read its replies.
 func (s *session) Data(c *eventloop.Conn, in []byte) int {
-	s.seen = true
 	lim := s.srv.cfg.lim
 	high := s.srv.cfg.conn.HighWater
 	done := 0
@@ -190,13 +204,7 @@ func (s *session) Data(c *eventloop.Conn, in []byte) int {
 
 // Closed logs what a client does not cause by going away.
 func (s *session) Closed(c *eventloop.Conn, err error) {
-	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) && !errors.Is(err, errIdle) {
+	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) && !errors.Is(err, eventloop.ErrIdleTimeout) {
 		s.srv.logf("resp: %v", err)
 	}
 }
-
-// errIdle closes a connection that was idle for too long.
-var errIdle = errors.New("resp: idle timeout")
-
-// armIdle starts the idle check: not built yet (it needs AfterFunc).
-func (s *session) armIdle() {}

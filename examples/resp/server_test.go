@@ -77,17 +77,22 @@ func TestCommands(t *testing.T) {
 }
 
 // SET with EX and PX: the key is there, then gone; INCR keeps the expiry.
+// The short expiries are long enough that the checks before them do not
+// race them on a loaded machine.
 func TestExpiry(t *testing.T) {
 	srv := start(t, config{})
 	c := dial(t, srv.Addr().String())
-	require.Equal(t, "OK", c.mustDo(t, "SET", "px", "v", "PX", "100"))
+	setAt := time.Now()
+	require.Equal(t, "OK", c.mustDo(t, "SET", "px", "v", "PX", "1500"))
 	require.Equal(t, "OK", c.mustDo(t, "SET", "ex", "v", "EX", "100"))
-	require.Equal(t, "OK", c.mustDo(t, "SET", "cnt", "1", "PX", "100"))
+	require.Equal(t, "OK", c.mustDo(t, "SET", "cnt", "1", "PX", "1500"))
 	require.Equal(t, int64(2), c.mustDo(t, "INCR", "cnt"))
 	require.Equal(t, []byte("v"), c.mustDo(t, "GET", "px"))
+	require.Less(t, time.Since(setAt), 1500*time.Millisecond, "too slow to check anything before the expiry")
 	require.Eventually(t, func() bool {
 		return c.mustDo(t, "EXISTS", "px", "cnt").(int64) == 0
-	}, 10*time.Second, 10*time.Millisecond)
+	}, 20*time.Second, 10*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(setAt), 1500*time.Millisecond, "expired early")
 	require.Equal(t, []byte(nil), c.mustDo(t, "GET", "px"))
 	require.Equal(t, []byte("v"), c.mustDo(t, "GET", "ex"))
 	require.Equal(t, int64(1), c.mustDo(t, "INCR", "cnt"), "an expired counter starts again")
@@ -260,4 +265,32 @@ func TestSlowReader(t *testing.T) {
 	require.LessOrEqual(t, srv.maxQueued.Load(), high+int64(len(value))+64)
 	require.LessOrEqual(t, srv.maxBuffered.Load(), int64(srv.cfg.conn.MaxReadBuffer))
 	t.Logf("most queued %d bytes, most unconsumed %d bytes, for %d MiB of replies", srv.maxQueued.Load(), srv.maxBuffered.Load(), n*len(value)>>20)
+}
+
+// A client that says nothing for -idle is disconnected; one that keeps
+// talking is not.
+func TestIdleTimeout(t *testing.T) {
+	srv := start(t, config{idle: 300 * time.Millisecond})
+	quiet := dial(t, srv.Addr().String())
+	begin := time.Now()
+	talker := dial(t, srv.Addr().String())
+	for time.Since(begin) < time.Second {
+		require.Equal(t, "PONG", talker.mustDo(t, "PING"))
+		time.Sleep(20 * time.Millisecond) // the client's pace
+	}
+	_, err := quiet.read()
+	require.ErrorIs(t, err, io.EOF, "the quiet client was disconnected")
+	require.Equal(t, "PONG", talker.mustDo(t, "PING"), "the talker is still connected")
+}
+
+// Expired keys nobody reads are swept.
+func TestActiveExpiry(t *testing.T) {
+	srv := start(t, config{})
+	c := dial(t, srv.Addr().String())
+	for i := range 500 {
+		require.Equal(t, "OK", c.mustDo(t, "SET", "tmp"+strconv.Itoa(i), "v", "PX", "20"))
+	}
+	require.Equal(t, "OK", c.mustDo(t, "SET", "keep", "v"))
+	require.Eventually(t, func() bool { return srv.db.size() == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, []byte("v"), c.mustDo(t, "GET", "keep"))
 }

@@ -14,9 +14,9 @@ import (
 )
 
 // loopTour is the same tour on an eventloop.Loop: each source gets its own
-// handler instead of a switch on tokens, a function posted from another
-// goroutine runs on the loop, and the loop stops itself once every source
-// has been heard from.
+// handler instead of a switch on tokens, the Loop's timer runs a function
+// after a delay, a function posted from another goroutine runs on the
+// loop, and the loop stops itself once every kind has been heard from.
 func loopTour(out io.Writer) error {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
@@ -28,11 +28,12 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
+	kinds := []string{"socket", "channel", "Registration", "delay", "AfterFunc", "Post"}
 	seen := map[string]bool{}
 	heard := func(l *eventloop.Loop, kind, what string) {
 		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
 		seen[kind] = true
-		if len(seen) == 5 {
+		if len(seen) == len(kinds) {
 			l.Shutdown()
 		}
 	}
@@ -94,11 +95,20 @@ func loopTour(out io.Writer) error {
 	}
 	say("Added a Registration that becomes ready in 50ms.")
 
+	// 5. A function the Loop runs after 30ms, from its timer on the same
+	// timing wheel: no goroutine, no OS timer.
+	if _, err := l.AfterFunc(30*time.Millisecond, func(l *eventloop.Loop) {
+		heard(l, "AfterFunc", "run by the Loop's timer")
+	}); err != nil {
+		return err
+	}
+	say("Asked the Loop to run a function in 30ms (AfterFunc).")
+
 	go func() {
 		_, _ = b.Write([]byte("hello through the kernel"))
 		_ = tx.Send("hello through a channel")
 		_ = workerReady.SetReadiness(poll.Readable)
-		// 5. Work posted from another goroutine runs on the loop.
+		// 6. Work posted from another goroutine runs on the loop.
 		_ = l.Post(func(l *eventloop.Loop) { heard(l, "Post", "a function from another goroutine, run on the loop") })
 	}()
 	say("A goroutine writes to the socket, sends on the channel, sets the Registration and posts a function.\n")
@@ -108,12 +118,12 @@ func loopTour(out io.Writer) error {
 	if err := l.Run(ctx, nil); err != nil {
 		return fmt.Errorf("loop: %w", err)
 	}
-	if len(seen) != 5 {
+	if len(seen) != len(kinds) {
 		return errors.New("the loop stopped before every source was heard from")
 	}
 	st := l.Stats()
-	say("\nOne Loop, five kinds of work. Stats: %d iterations, %d handler calls, %d posted functions.",
-		st.Iterations, st.Calls, st.Tasks)
+	say("\nOne Loop, %d kinds of work. Stats: %d iterations, %d handler calls, %d timeouts, %d posted functions.",
+		len(kinds), st.Iterations, st.Calls, st.Timers, st.Tasks)
 	return nil
 }
 

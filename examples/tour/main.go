@@ -2,9 +2,8 @@
 // library has (a socket pair, a user-space Registration set from another
 // goroutine, a delayed readiness, a channel fed from another goroutine, a
 // timer) registered with the same Poll and coming back from the same Poll
-// call.
-// Then the same kinds of work through an eventloop.Loop, a handler per
-// source (loop.go).
+// call; then the same kinds of work through an eventloop.Loop, a handler
+// per source (loop.go).
 //
 //	go run ./examples/tour
 //

@@ -15,8 +15,9 @@ import (
 
 // readmeImports are what README.md's Go examples use, in one program.
 var readmeImports = []string{
-	"errors", "fmt", "log", "time",
+	"context", "errors", "fmt", "log", "time",
 	"github.com/unipoll/unipoll/channel",
+	"github.com/unipoll/unipoll/eventloop",
 	"github.com/unipoll/unipoll/poll",
 	"github.com/unipoll/unipoll/socket",
 	"github.com/unipoll/unipoll/timer",
@@ -65,14 +66,14 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("go run of README.md's examples: %v\n%s\nprogram:\n%s", err, stderr.String(), src.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 8 {
-		t.Fatalf("got %d lines, want 8:\n%s", len(lines), stdout.String())
+	if len(lines) != 9 {
+		t.Fatalf("got %d lines, want 9:\n%s", len(lines), stdout.String())
 	}
 	first := slices.Clone(lines[:2])
 	slices.Sort(first)
 	// "1 Readable and 2 Readable, then 3 Readable 50ms later", then "a, b,
-	// c", then "sooner, then later".
-	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c", "sooner", "later"}
+	// c", then "sooner, then later", then the event loop's "echo".
+	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c", "sooner", "later", "echo"}
 	got := append(first, lines[2:]...)
 	if !slices.Equal(got, want) {
 		t.Fatalf("output:\n%s\nwant (first two in either order):\n%s", stdout.String(), strings.Join(want, "\n"))
