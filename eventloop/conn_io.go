@@ -12,14 +12,14 @@ import (
 
 // ready is one call of a Conn: the functions Async queued, the output
 // that waits for room, a read pass, one write of what the pass produced,
-// then the registration it needs now. It returns Remove once the Conn is
+// the deadlines if their timeout expired, then the registration it needs
+// now. It returns Remove once the Conn is
 // finished, Rearm if the read pass stopped at ReadsPerCall with the socket
 // still full.
 func (c *Conn) ready(w *worker, r poll.Ready) Action {
 	c.inCall = true
 	c.kicked = false
 	c.runAsync()
-	c.checkDeadlines()
 	if c.Queued() > 0 {
 		c.flush()
 	}
@@ -28,6 +28,9 @@ func (c *Conn) ready(w *worker, r poll.Ready) Action {
 		act = c.readPass(w, r)
 	}
 	c.flush()
+	// Deadlines last: input that waited in the socket while the Loop was
+	// busy elsewhere has just been read, and counts.
+	c.checkDeadlines()
 	c.inCall = false
 	return c.settle(act)
 }
