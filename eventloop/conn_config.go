@@ -1,0 +1,80 @@
+package eventloop
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ConnConfig bounds a Conn's buffers and how long it may stay silent. The
+// zero value means the defaults.
+type ConnConfig struct {
+	// MaxReadBuffer bounds the input a Conn keeps unconsumed. A Conn whose
+	// handler consumes nothing of a full buffer is closed with
+	// ErrReadBufferFull. Default 1 MiB.
+	MaxReadBuffer int
+	// MaxWriteQueue bounds the output queued and not yet written: a Write
+	// that would pass it returns ErrWriteQueueFull and queues nothing.
+	// Default 4 MiB.
+	MaxWriteQueue int
+	// HighWater: when more output than this is queued, the Conn stops
+	// reading and tells a ConnPressure handler. Default 256 KiB.
+	HighWater int
+	// LowWater: when the queued output falls to this or less again,
+	// reading resumes. Default HighWater/4.
+	LowWater int
+	// ReadsPerCall bounds the reads in one call of the Conn: a peer that
+	// keeps the socket full gets this many, then the others have their
+	// turn, and the Conn goes on in the next iteration. Default 8.
+	ReadsPerCall int
+	// ReadTimeout closes the Conn (with ErrReadTimeout) when no input has
+	// arrived for this long. 0: never.
+	ReadTimeout time.Duration
+	// IdleTimeout closes the Conn (with ErrIdleTimeout) when neither input
+	// has arrived nor output left for this long. 0: never.
+	IdleTimeout time.Duration
+}
+
+// Conn defaults.
+const (
+	DefaultMaxReadBuffer = 1 << 20
+	DefaultMaxWriteQueue = 4 << 20
+	DefaultHighWater     = 256 << 10
+	DefaultReadsPerCall  = 8
+)
+
+// Errors of connections.
+var (
+	// ErrWriteQueueFull: Write would queue more than
+	// ConnConfig.MaxWriteQueue; nothing was queued.
+	ErrWriteQueueFull = errors.New("unipoll: eventloop: write queue full")
+	// ErrReadBufferFull: the handler left ConnConfig.MaxReadBuffer bytes
+	// unconsumed; the Conn was closed.
+	ErrReadBufferFull = errors.New("unipoll: eventloop: read buffer full")
+)
+
+func (c ConnConfig) withDefaults() (ConnConfig, error) {
+	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 ||
+		c.ReadTimeout < 0 || c.IdleTimeout < 0 {
+		return c, fmt.Errorf("%w: eventloop: negative ConnConfig field: %+v", ErrInvalidArgument, c)
+	}
+	if c.MaxReadBuffer == 0 {
+		c.MaxReadBuffer = DefaultMaxReadBuffer
+	}
+	if c.MaxWriteQueue == 0 {
+		c.MaxWriteQueue = DefaultMaxWriteQueue
+	}
+	if c.HighWater == 0 {
+		c.HighWater = min(DefaultHighWater, c.MaxWriteQueue)
+	}
+	if c.LowWater == 0 {
+		c.LowWater = c.HighWater / 4
+	}
+	if c.ReadsPerCall == 0 {
+		c.ReadsPerCall = DefaultReadsPerCall
+	}
+	if c.HighWater > c.MaxWriteQueue || c.LowWater >= c.HighWater {
+		return c, fmt.Errorf("%w: eventloop: ConnConfig needs LowWater < HighWater <= MaxWriteQueue: %+v", ErrInvalidArgument, c)
+	}
+	return c, nil
+}
