@@ -13,9 +13,8 @@ import (
 // ready is one call of a Conn: the functions Async queued, the output
 // that waits for room, a read pass, one write of what the pass produced,
 // the deadlines if their timeout expired, then the registration it needs
-// now. It returns Remove once the Conn is
-// finished, Rearm if the read pass stopped at ReadsPerCall with the socket
-// still full.
+// now. It returns Remove once the Conn is finished, Rearm if the read pass
+// stopped at ReadsPerCall with the socket still full.
 func (c *Conn) ready(w *worker, r poll.Ready) Action {
 	c.inCall = true
 	c.kicked = false
