@@ -2,6 +2,7 @@ package eventloop
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,4 +87,66 @@ func TestRunCancelledContext(t *testing.T) {
 	require.NoError(t, err)
 	<-called
 	require.NoError(t, r.stop(t))
+}
+
+// serialHandler checks that Run's Handler is never called concurrently
+// (Ready and Tick included), as Run promises with several workers.
+type serialHandler struct {
+	inside  atomic.Int32
+	overlap atomic.Bool
+	raw     atomic.Int64
+	ticks   atomic.Int64
+}
+
+func (h *serialHandler) enter() {
+	if h.inside.Add(1) > 1 {
+		h.overlap.Store(true)
+	}
+}
+
+func (h *serialHandler) Ready(*Loop, poll.Event) {
+	h.enter()
+	h.raw.Add(1)
+	h.inside.Add(-1)
+}
+
+func (h *serialHandler) Tick(*Loop) {
+	h.enter()
+	h.ticks.Add(1)
+	h.inside.Add(-1)
+}
+
+// WakePollers wakes a Run blocked in Poll, which then goes through an
+// iteration (Tick) without any event; with several workers it also wakes
+// idle ones, and says how many. Run's Handler gets the events of sources
+// registered on Poll directly, one call at a time.
+func TestWakePollersAndRawHandler(t *testing.T) {
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			l := newLoop(t, Config{Workers: workers})
+			reg, set := poll.NewRegistration()
+			defer reg.Close()
+			require.NoError(t, l.Poll().Register(reg, 42, poll.Readable, poll.Level))
+			h := &serialHandler{}
+			start(t, l, h)
+			require.NoError(t, set.SetReadiness(poll.Readable))
+			eventually(t, "raw events", func() bool { return h.raw.Load() > 100 })
+			require.NoError(t, set.UnsetReadiness(poll.Readable))
+			// Now idle: the Loop blocks in Poll.
+			quiesce(t, l)
+			ticks := h.ticks.Load()
+			woken := 0
+			eventually(t, "a tick from WakePollers alone", func() bool {
+				woken += l.WakePollers(workers)
+				return h.ticks.Load() > ticks
+			})
+			if workers == 1 {
+				require.Zero(t, woken, "one worker: nobody idle to wake")
+			} else {
+				require.Positive(t, woken, "idle workers woken")
+			}
+			require.Zero(t, l.WakePollers(0))
+			require.False(t, h.overlap.Load(), "Run's Handler was called concurrently")
+		})
+	}
 }
