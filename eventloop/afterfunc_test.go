@@ -140,7 +140,7 @@ func TestConnDeadlines(t *testing.T) {
 	_, err = l.AddConn(idle, hi, ConnConfig{IdleTimeout: 80 * time.Millisecond})
 	require.NoError(t, err)
 
-	const limit = 300 * time.Millisecond
+	const limit = 150 * time.Millisecond
 	busy, client := clientPair(t)
 	hb := newEcho()
 	_, err = l.AddConn(busy, hb, ConnConfig{ReadTimeout: limit, IdleTimeout: limit})

@@ -63,7 +63,7 @@ type workers struct {
 }
 
 // workerShare is W4's number of calls.
-const workerShare = 64
+const workerShare = 16
 
 // runWorkers is Run with several workers: the caller's goroutine is
 // all[0], the others are started here, and it returns when all have

@@ -150,7 +150,7 @@ func TestWorkersFairness(t *testing.T) {
 					}
 				}()
 			}
-			eventually(t, "10000 calls", func() bool { return l.Stats().Calls >= 10000 })
+			eventually(t, "4000 calls", func() bool { return l.Stats().Calls >= 4000 })
 			close(stop)
 			wg.Wait()
 			st := l.Stats()
