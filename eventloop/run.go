@@ -129,9 +129,9 @@ func (l *Loop) runOne(rs *runState, h Handler, w *worker) error {
 
 // iterate is one iteration with one worker: the entries that asked for
 // Rearm and those triggered join the run queue, the Poll is asked (without
-// waiting if anything is queued), its events are routed, the queue is
-// dispatched within the budgets, removals left to the Loop are finished,
-// and Tick runs.
+// waiting if anything is queued), the events of sources registered on it
+// directly go to h, the Loop's own are dispatched within the budgets,
+// removals left to the Loop are finished, and Tick runs.
 func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration) error {
 	w.flushNext()
 	if l.kickN.Load() != 0 {
@@ -145,17 +145,22 @@ func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration)
 		return fmt.Errorf("eventloop: poll: %w", err)
 	}
 	l.stats.iterations.Add(1)
+	ours := 0
 	for i := range n {
 		ev := w.events.At(i)
-		if !IsLoopToken(ev.Token) {
-			if h != nil {
-				h.Ready(l, ev)
-			}
-			continue
+		if IsLoopToken(ev.Token) {
+			ours++
+		} else if h != nil {
+			h.Ready(l, ev)
 		}
-		l.route(ev)
 	}
-	l.dispatch(w)
+	if ours > 0 {
+		l.dispatchBatch(w, ours)
+	} else {
+		// Entries that asked for Rearm or were triggered are queued
+		// without an event of their own.
+		l.dispatch(w, l.cfg.MaxDispatchPerIteration, l.cfg.MaxEventsPerIteration)
+	}
 	if l.reapN.Load() != 0 {
 		l.drainReaps()
 	}

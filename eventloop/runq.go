@@ -79,6 +79,10 @@ func (ls *levels) init() {
 	ls.cur.Store(&s)
 }
 
+// single reports whether priority 0 is the only level: no source has
+// asked for another priority.
+func (ls *levels) single() bool { return len(*ls.cur.Load()) == 1 }
+
 // get returns the level for prio, creating it if needed.
 func (ls *levels) get(prio int) *level {
 	if prio == 0 {
