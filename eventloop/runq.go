@@ -23,6 +23,13 @@ import (
 // reused while an item of its earlier incarnation waits is skipped when
 // that item comes up (entry invariant 1), and free clears queued, so the
 // new incarnation queues its own item.
+//
+// The one-worker Loop skips the queue when it would change nothing
+// (dispatchBatch): with the queue empty, one priority level and a batch
+// within MaxEventsPerIteration, the queue would hand the batch's entries
+// back in arrival order, so they are claimed straight from the batch,
+// with the same checks route makes; once the dispatch budget is spent,
+// the rest of the batch is routed into the queue for the next iteration.
 
 // item is one queued entry.
 type item struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
+	"github.com/unipoll/unipoll/timer"
 )
 
 // loopTour is the same tour on an eventloop.Loop: each source gets its own
@@ -28,7 +29,7 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "AfterFunc", "Post"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post"}
 	seen := map[string]bool{}
 	heard := func(l *eventloop.Loop, kind, what string) {
 		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
@@ -95,7 +96,26 @@ func loopTour(out io.Writer) error {
 	}
 	say("Added a Registration that becomes ready in 50ms.")
 
-	// 5. A function the Loop runs after 30ms, from its timer on the same
+	// 5. A timer.Timer of the program's own: values that expire in
+	// deadline order, taken by its handler.
+	tm, err := timer.New[string]()
+	if err != nil {
+		return err
+	}
+	if _, err := l.Add(tm, poll.Readable, poll.Edge, closer{tm, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		for v := range tm.Drain() {
+			heard(l, "timer", fmt.Sprintf("%q expired", v))
+		}
+		return eventloop.Keep
+	})}); err != nil {
+		return err
+	}
+	if _, err := tm.Set(40*time.Millisecond, "a timeout set on a Timer"); err != nil {
+		return err
+	}
+	say("Added a Timer with a timeout in 40ms.")
+
+	// 6. A function the Loop runs after 30ms, from its timer on the same
 	// timing wheel: no goroutine, no OS timer.
 	if _, err := l.AfterFunc(30*time.Millisecond, func(l *eventloop.Loop) {
 		heard(l, "AfterFunc", "run by the Loop's timer")
@@ -108,7 +128,7 @@ func loopTour(out io.Writer) error {
 		_, _ = b.Write([]byte("hello through the kernel"))
 		_ = tx.Send("hello through a channel")
 		_ = workerReady.SetReadiness(poll.Readable)
-		// 6. Work posted from another goroutine runs on the loop.
+		// 7. Work posted from another goroutine runs on the loop.
 		_ = l.Post(func(l *eventloop.Loop) { heard(l, "Post", "a function from another goroutine, run on the loop") })
 	}()
 	say("A goroutine writes to the socket, sends on the channel, sets the Registration and posts a function.\n")

@@ -15,6 +15,7 @@ func TestLoopTour(t *testing.T) {
 		`channel: received "hello through a channel"`,
 		"Registration: set by another goroutine",
 		"delay: fired by the timing wheel",
+		`timer: "a timeout set on a Timer" expired`,
 		"AfterFunc: run by the Loop's timer",
 		"Post: a function from another goroutine",
 	} {
