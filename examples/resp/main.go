@@ -24,6 +24,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -33,6 +34,7 @@ func main() {
 	flag.IntVar(&cfg.loops, "loops", 1, "number of Loops (goroutines); 0: one per processor")
 	flag.BoolVar(&cfg.reusePort, "reuseport", false, "a listener per Loop (SO_REUSEPORT) instead of one handing connections out")
 	flag.DurationVar(&cfg.idle, "idle", 0, "close connections idle this long (0: never)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (stopped by SIGINT or SIGTERM)")
 	flag.Parse()
 
 	srv, err := newServer(cfg, log.Printf)
@@ -45,8 +47,21 @@ func main() {
 		<-sigs
 		srv.Stop()
 	}()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
 	log.Printf("resp: listening on %s with %d loop(s)", srv.Addr(), len(srv.g.Loops()))
-	if err := srv.Run(); err != nil {
+	err = srv.Run()
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 	log.Print("resp: stopped")
