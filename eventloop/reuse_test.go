@@ -33,8 +33,7 @@ func TestFdReuseSameIteration(t *testing.T) {
 	remover := &recorder{next: func(poll.Event) Action {
 		require.NoError(t, l.Remove(oldTok))
 		require.NoError(t, unix.Close(r1))
-		newFds[0], newFds[1] = pipe(t)
-		require.Equal(t, r1, newFds[0], "the new pipe did not reuse the number")
+		newFds[0], newFds[1] = pipeAt(t, r1)
 		tok, err := l.Add(poll.Fd(newFds[0]), poll.Readable, poll.Edge, newCalls)
 		require.NoError(t, err)
 		newTok.Store(uint64(tok))
@@ -96,10 +95,16 @@ func TestFdReuseEntryReused(t *testing.T) {
 	require.NoError(t, trigger.set.SetReadiness(poll.Readable))
 	start(t, l, nil)
 	<-closed
-	r2, w2 := pipe(t)
+	// The entry goes back to the table once Removed has returned: wait
+	// for that, so that Add takes it.
+	eventually(t, "the old entry to be given back", func() bool {
+		l.tab.mu.Lock()
+		defer l.tab.mu.Unlock()
+		return len(l.tab.free) > l.tab.head
+	})
+	r2, w2 := pipeAt(t, r1)
 	defer unix.Close(r2)
 	defer unix.Close(w2)
-	require.Equal(t, r1, r2, "the new pipe did not reuse the number")
 	newCalls := &recorder{}
 	newTok, err := l.Add(poll.Fd(r2), poll.Readable, poll.Edge, newCalls)
 	require.NoError(t, err)
@@ -115,6 +120,26 @@ func TestFdReuseEntryReused(t *testing.T) {
 	require.Equal(t, 0, oldCalls.count(), "the removed source was called")
 	require.Equal(t, 0, newCalls.count(), "the new source was called for the old one's event")
 	checkOwnEvent(t, l, newCalls, newTok, w2)
+}
+
+// pipeAt returns a new pipe whose read end has the number fd, which the
+// caller has just closed. The kernel hands out the lowest free number,
+// which is fd unless a lower one was freed meanwhile (a goroutine of an
+// earlier test closing late, on a loaded machine); then the read end is
+// moved onto fd with dup2, so that the scenario is always the one under
+// test: the same number for the new source.
+func pipeAt(t *testing.T, fd int) (r, w int) {
+	r, w = pipe(t)
+	if r == fd {
+		return r, w
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
+		t.Fatalf("descriptor %d was taken by someone else before the test could reuse it (fcntl: %v)", fd, err)
+	}
+	require.NoError(t, unix.Dup2(r, fd))
+	unix.CloseOnExec(fd)
+	require.NoError(t, unix.Close(r))
+	return fd, w
 }
 
 // checkOwnEvent writes to the new source's pipe and checks that its
