@@ -41,12 +41,30 @@ func init() {
 		},
 	})
 	registerEcho(echoServer{
-		Name:    "unipoll-loop",
-		Pending: "waits for eventloop (examples/echo on one Loop)",
+		Name:  "unipoll-loop",
+		About: "examples/echo -mode loop: one eventloop.Loop, a Conn per connection",
+		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+			return buildUnipollEcho(r, r.o.lib, "unipoll-echo-loop", "-mode", "loop", "-loops", "1")
+		},
 	})
 	registerEcho(echoServer{
-		Name:    "unipoll-group",
-		Pending: "waits for eventloop (examples/echo on a Group)",
+		Name:  "unipoll-group",
+		About: "examples/echo -mode loop -loops N: an eventloop.Group of one Loop per CPU the server may use, connections handed round-robin",
+		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+			start, err := buildUnipollEcho(r, r.o.lib, "unipoll-echo-group")
+			if err != nil {
+				return nil, err
+			}
+			return func(cpu, port int) *exec.Cmd {
+				loops := "2"
+				if cpu >= 0 {
+					loops = "1" // pinned to one CPU: a second Loop would only take turns with the first
+				}
+				cmd := start(cpu, port)
+				cmd.Args = append(cmd.Args, "-mode", "loop", "-loops", loops)
+				return cmd
+			}, nil
+		},
 	})
 	registerEcho(echoServer{
 		Name:  "c-floor",
@@ -80,13 +98,14 @@ func init() {
 	}
 }
 
-// buildUnipollEcho builds examples/echo of the checkout in lib.
-func buildUnipollEcho(r *Runner, lib, name string) (func(cpu, port int) *exec.Cmd, error) {
+// buildUnipollEcho builds examples/echo of the checkout in lib as name and
+// starts it with args after its -addr.
+func buildUnipollEcho(r *Runner, lib, name string, args ...string) (func(cpu, port int) *exec.Cmd, error) {
 	bin := filepath.Join(r.buildDir, name)
 	if err := build(lib, "go", "build", "-o", bin, "./examples/echo"); err != nil {
 		return nil, err
 	}
 	return func(cpu, port int) *exec.Cmd {
-		return pinned(cpu, bin, "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+		return pinned(cpu, bin, append([]string{"-addr", fmt.Sprintf("127.0.0.1:%d", port)}, args...)...)
 	}, nil
 }
