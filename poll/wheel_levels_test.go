@@ -21,29 +21,35 @@ func (w *wheel) advance(d time.Duration) {
 	w.mu.Unlock()
 }
 
-// checkInvariants walks every slot list and checks invariants 1-4 of
-// wheel.go against it. mu held.
+// checkInvariants walks every slot and checks invariants 1-4 of wheel.go
+// against it. mu held.
 func (w *wheel) checkInvariants(t require.TestingT) {
 	n := 0
 	for l := range w.levels {
 		for s := int64(0); s < w.slots; s++ {
 			pos := int64(l)*w.slots + s
 			occupied := w.levels[l].occupied&(1<<s) != 0
-			require.Equal(t, w.heads[pos] != noEntry, occupied, "level %d slot %d: occupancy bit and list disagree", l, s)
-			prev := int32(noEntry)
-			for idx := w.heads[pos]; idx != noEntry; {
+			v := w.slotv[pos]
+			require.Equal(t, len(v) != 0, occupied, "level %d slot %d: occupancy bit and vector disagree", l, s)
+			if len(v) == 0 {
+				require.Equal(t, int32(noEntry), w.heads[pos], "level %d slot %d: empty slot with a head", l, s)
+			} else {
+				require.Equal(t, v[0], w.heads[pos], "level %d slot %d: head is not the vector's first", l, s)
+			}
+			for i, idx := range v {
+				require.True(t, w.entries.Valid(uint32(idx)), "slot %d holds free entry %d", pos, idx)
 				e := w.entries.Get(uint32(idx))
-				require.Equal(t, prev, e.prev, "entry %d: prev link", idx)
+				require.Equal(t, int32(i), e.pos, "entry %d: pos", idx)
 				require.Equal(t, uint16(pos), e.where, "entry %d: where", idx)
 				due := max(w.dueOf(e), w.cur+1)
 				require.Equal(t, l, w.levelFor(due), "entry %d (due %d, cur %d) in the wrong level", idx, due, w.cur)
 				require.Equal(t, s, w.slotFor(due, l), "entry %d (due %d) in the wrong slot", idx, due)
 				n++
-				prev, idx = idx, e.next
 			}
 		}
 	}
 	require.Equal(t, int64(n), w.count.Load(), "count")
+	require.Equal(t, n, w.entries.Len(), "entries allocated and not in a slot")
 }
 
 // The wheel against a model, on small and normal levels: every deadline
