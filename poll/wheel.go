@@ -74,6 +74,7 @@ import (
 type wheel struct {
 	mu       sync.Mutex
 	tick     time.Duration
+	perTick  divider // divides by tick (times are never negative)
 	origin   time.Time
 	bits     uint  // log2 of slots per level
 	slots    int64 // slots per level
@@ -151,6 +152,7 @@ const maxWheelSlots = 64
 
 func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 	w.tick = tick
+	w.perTick = newDivider(uint64(tick))
 	w.origin = time.Now()
 	w.bits = uint(bits.TrailingZeros(uint(slots)))
 	w.slots = int64(slots)
@@ -166,14 +168,14 @@ func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 }
 
 // now is the current tick: whole ticks since origin.
-func (w *wheel) now() int64 { return int64(time.Since(w.origin) / w.tick) }
+func (w *wheel) now() int64 { return int64(w.perTick.div(uint64(time.Since(w.origin)))) }
 
 // deadlineAfter is the deadline d from now, in nanoseconds since origin,
 // saturated rather than wrapped, and the current tick (from the same
 // reading of the clock: one reading per deadline).
 func (w *wheel) deadlineAfter(d time.Duration) (deadline, now int64) {
 	at := time.Since(w.origin)
-	now = int64(at / w.tick)
+	now = int64(w.perTick.div(uint64(at)))
 	if d > math.MaxInt64-at {
 		return math.MaxInt64, now
 	}
@@ -182,9 +184,8 @@ func (w *wheel) deadlineAfter(d time.Duration) (deadline, now int64) {
 
 // dueTick is the tick at which a deadline is due: ceil(deadline/tick).
 func (w *wheel) dueTick(deadline int64) int64 {
-	t := int64(w.tick)
-	due := deadline / t
-	if deadline%t != 0 {
+	due := int64(w.perTick.div(uint64(deadline)))
+	if due*int64(w.tick) != deadline {
 		due++
 	}
 	return due
@@ -529,4 +530,28 @@ func (w *wheel) close() {
 		w.owners[i].closeLocked()
 	}
 	w.count.Store(0)
+}
+
+// divider divides by a fixed d with a multiplication, two shifts and an
+// add (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994): exact for every uint64. A 64-bit DIV takes tens
+// of cycles, and every deadline the wheel places needs one or two (its
+// due tick, the current tick).
+type divider struct {
+	m        uint64
+	sh1, sh2 uint
+}
+
+// newDivider returns a divider by d, 1 <= d < 2^63 (a positive Duration).
+func newDivider(d uint64) divider {
+	l := uint(64 - bits.LeadingZeros64(d-1)) // ceil(log2 d), at most 63
+	// m = floor(2^64 * (2^l - d) / d) + 1; 2^l - d < d, so Div64 does not
+	// overflow.
+	q, _ := bits.Div64((uint64(1)<<l)-d, 0, d)
+	return divider{m: q + 1, sh1: min(l, 1), sh2: max(l, 1) - 1}
+}
+
+func (v divider) div(x uint64) uint64 {
+	t, _ := bits.Mul64(v.m, x)
+	return (t + (x-t)>>v.sh1) >> v.sh2
 }
