@@ -123,6 +123,10 @@ type wheelEntry struct {
 // burst go back to the garbage collector.
 const slotKeep = 256
 
+// slotFirst is the capacity a slot vector starts with: one allocation of
+// 64 bytes where growing from nothing by appends would take four.
+const slotFirst = 16
+
 const (
 	ownerDelays = 0
 	maxOwners   = math.MaxUint16
@@ -282,6 +286,9 @@ func (w *wheel) insert(idx int32, e *wheelEntry) int64 {
 	if len(v) == 0 {
 		w.heads[pos] = idx
 		w.levels[l].occupied |= 1 << s
+		if v == nil {
+			v = make([]int32, 0, slotFirst)
+		}
 	}
 	e.where, e.pos = uint16(pos), int32(len(v))
 	w.slotv[pos] = append(v, idx)
