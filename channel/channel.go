@@ -24,7 +24,8 @@ import (
 //     clears R.
 //  C. The Receiver clears R only when nothing is available: its stash is
 //     empty and a Pop found nothing (TryRecv pops one value ahead, so this
-//     is also the case just after it returned the last value). After
+//     is also the case just after it returned the last value; Drain does
+//     so only where it stops, not between its batches). After
 //     clearing R it pops once more (the re-check, into the stash) and sets
 //     R again if that found a value or the channel is finished (rule D).
 //  D. The last Sender to finish stores disconnected and then sets R (and

@@ -69,7 +69,7 @@ func (r *Receiver[T]) TryRecv() (T, error) {
 		return one[0], errZeroReceiver
 	}
 	r.mu.Lock()
-	n, err := r.recvLocked(one[:])
+	n, err := r.recvLocked(one[:], true)
 	r.mu.Unlock()
 	if n > 0 && r.c.capacity > 0 {
 		r.c.release(n)
@@ -79,7 +79,16 @@ func (r *Receiver[T]) TryRecv() (T, error) {
 
 // recvLocked fills dst with up to len(dst) values. It returns an error
 // (ErrEmpty, ErrDisconnected, ErrClosed) only if it returns no value.
-func (r *Receiver[T]) recvLocked(dst []T) (int, error) {
+//
+// With ahead, it then pops one value ahead, so that R is cleared as soon as
+// the last value goes (TryRecv). Drain passes false: it receives until
+// recvLocked returns an error, whose path clears R (idle), or settles when
+// its caller stops early, so R need not be cleared between its batches.
+// Not clearing it there matters for speed when the consumer keeps up with
+// the producers: each clear costs the Receiver an atomic write of its
+// Registration and the next Send a SetReadiness (a push onto the Poll's
+// readiness queue), once per batch rather than once per emptying.
+func (r *Receiver[T]) recvLocked(dst []T, ahead bool) (int, error) {
 	if r.closed {
 		return 0, ErrClosed
 	}
@@ -93,7 +102,16 @@ func (r *Receiver[T]) recvLocked(dst []T) (int, error) {
 			return 0, ErrEmpty
 		}
 	}
-	// Pop one ahead, so that R is cleared as soon as the last value goes.
+	if ahead {
+		r.popAhead()
+	}
+	return n, nil
+}
+
+// popAhead pops one value ahead if none is, and applies rule C if there is
+// none to pop: R is then clear only if nothing is available. Receiver's
+// mutex held.
+func (r *Receiver[T]) popAhead() {
 	if r.aheadAt == len(r.ahead) {
 		if v, ok := r.c.pop(); ok {
 			r.ahead = append(r.ahead, v)
@@ -101,7 +119,6 @@ func (r *Receiver[T]) recvLocked(dst []T) (int, error) {
 			r.idle()
 		}
 	}
-	return n, nil
 }
 
 // takeInto moves values into dst: first those ahead, then from the queue.
@@ -205,7 +222,7 @@ func (r *Receiver[T]) Drain() iter.Seq[T] {
 		var zero T
 		for {
 			r.mu.Lock()
-			n, err := r.recvLocked(batch)
+			n, err := r.recvLocked(batch, false)
 			r.mu.Unlock()
 			if err != nil {
 				return
@@ -217,7 +234,7 @@ func (r *Receiver[T]) Drain() iter.Seq[T] {
 				v := batch[i]
 				batch[i] = zero
 				if !yield(v) {
-					r.handBack(batch[i+1 : n])
+					r.stopEarly(batch[i+1 : n])
 					return
 				}
 			}
@@ -225,16 +242,19 @@ func (r *Receiver[T]) Drain() iter.Seq[T] {
 	}
 }
 
-// handBack puts the values of a batch that a Drain did not yield back in
+// stopEarly puts the values of a batch that a Drain did not yield back in
 // front of the Receiver's values ahead, and clears them from the batch.
-func (r *Receiver[T]) handBack(rest []T) {
-	if len(rest) == 0 {
-		return
-	}
+// Then it leaves R as TryRecv would have: set if a value is available,
+// clear (rule C) if none is, which Drain's batches did not look after.
+func (r *Receiver[T]) stopEarly(rest []T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed { // closed during the loop: drop them, as Close did the rest
 		clear(rest)
+		return
+	}
+	if len(rest) == 0 {
+		r.popAhead()
 		return
 	}
 	ahead := make([]T, 0, len(rest)+len(r.ahead)-r.aheadAt)

@@ -66,6 +66,37 @@ func TestReceiverEdgeAfterLastValue(t *testing.T) {
 	waitEvent(t, p, rxTok)
 }
 
+// Edge: a Drain stopped right after the last value leaves the Receiver as
+// TryRecv would (R cleared), so the next value is an edge; a Drain stopped
+// with values left keeps it readable. Drain does not clear R between its
+// batches, only where it stops.
+func TestReceiverEdgeAfterDrainStops(t *testing.T) {
+	p := newPoll(t)
+	tx, rx := New[int]()
+	defer rx.Close()
+	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
+	sendAll(t, tx, 1, 2)
+	waitEvent(t, p, rxTok)
+	for v := range rx.Drain() {
+		if v == 2 { // the last value: stop without looking further
+			break
+		}
+	}
+	sendAll(t, tx, 3)
+	waitEvent(t, p, rxTok)
+	for v := range rx.Drain() {
+		require.Equal(t, 3, v)
+		sendAll(t, tx, 4, 5) // arrive while R is still set: no edge of their own
+		break
+	}
+	expectNoEvent(t, p, rxTok)
+	got, err := recvAll(t, rx)
+	require.ErrorIs(t, err, ErrEmpty)
+	require.Equal(t, []int{4, 5}, got)
+	sendAll(t, tx, 6)
+	waitEvent(t, p, rxTok)
+}
+
 // Level: reported on every Poll call while a value is pending, and no
 // longer once the last one is taken.
 func TestReceiverLevel(t *testing.T) {

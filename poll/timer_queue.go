@@ -135,6 +135,18 @@ func (q *TimerQueue) bound() (*wheel, uint16, error) {
 // the queue is first registered, and ErrClosed once the queue or its Poll
 // is closed.
 func (q *TimerQueue) Add(d time.Duration, key uint64) (TimerID, error) {
+	return q.AddFunc(d, func() (uint64, error) { return key, nil })
+}
+
+// AddFunc is Add with the key made by newKey while the queue's lock is
+// held (the lock of its Poll's timing wheel), so that a caller that keeps
+// something per key (the timer package keeps values) needs no lock of its
+// own on that path: whatever newKey, and the callbacks of RemoveFunc,
+// NextFunc and Locked, touch is guarded by that one lock. newKey runs at
+// most once, and only once the queue is known to take the deadline; if it
+// returns an error, no deadline is added and AddFunc returns that error.
+// newKey must not call the queue's methods (the lock is not reentrant).
+func (q *TimerQueue) AddFunc(d time.Duration, newKey func() (uint64, error)) (TimerID, error) {
 	if d < 0 {
 		return TimerID{}, wrapf(ErrInvalidArgument, "negative duration %v", d)
 	}
@@ -147,6 +159,11 @@ func (q *TimerQueue) Add(d time.Duration, key uint64) (TimerID, error) {
 	if w.closed || w.owners[id].closed {
 		w.mu.Unlock()
 		return TimerID{}, ErrClosed
+	}
+	key, err := newKey()
+	if err != nil {
+		w.mu.Unlock()
+		return TimerID{}, err
 	}
 	eid, wake := w.schedule(id, key, deadline, now)
 	w.mu.Unlock()
@@ -164,7 +181,18 @@ func (q *TimerQueue) Remove(t TimerID) (key uint64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	return w.remove(id, t.id)
+	return w.remove(id, t.id, nil)
+}
+
+// RemoveFunc is Remove that hands the key to gone while the queue's lock is
+// held (see AddFunc), and reports whether it did.
+func (q *TimerQueue) RemoveFunc(t TimerID, gone func(key uint64)) bool {
+	w, id, err := q.bound()
+	if err != nil {
+		return false
+	}
+	_, ok := w.remove(id, t.id, gone)
+	return ok
 }
 
 // Next takes the oldest expired deadline (the one with the earliest
@@ -175,11 +203,44 @@ func (q *TimerQueue) Next() (key uint64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	return w.takeExpired(id)
+	return w.takeExpired(id, nil)
 }
 
-// remove cancels owner's pending entry eid.
-func (w *wheel) remove(owner uint16, eid wheelID) (key uint64, ok bool) {
+// NextFunc is Next that hands the key to take while the queue's lock is
+// held (see AddFunc), and reports whether it did.
+func (q *TimerQueue) NextFunc(take func(key uint64)) bool {
+	w, id, err := q.bound()
+	if err != nil {
+		return false
+	}
+	_, ok := w.takeExpired(id, take)
+	return ok
+}
+
+// Locked runs f while holding the lock that AddFunc, RemoveFunc and
+// NextFunc run their callbacks under (before the queue is first
+// registered, a lock of the queue's own that binding it takes too), so
+// that f may read and change what those callbacks guard. f must not call
+// the queue's methods.
+func (q *TimerQueue) Locked(f func()) {
+	if q.check() != nil {
+		f()
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if id := q.id.Load(); id != 0 {
+		if p := q.reg.n.poll.Load(); p != nil {
+			p.wheel.mu.Lock()
+			defer p.wheel.mu.Unlock()
+		}
+	}
+	f()
+}
+
+// remove cancels owner's pending entry eid; gone, if not nil, is given
+// its key under mu.
+func (w *wheel) remove(owner uint16, eid wheelID, gone func(uint64)) (key uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	idx, e, ok := w.lookup(eid)
@@ -191,11 +252,15 @@ func (w *wheel) remove(owner uint16, eid wheelID) (key uint64, ok bool) {
 	w.freeEntry(idx)
 	w.cancelled++
 	w.owners[owner].cancels++
+	if gone != nil {
+		gone(key)
+	}
 	return key, true
 }
 
-// takeExpired takes the oldest key of owner's expired ring.
-func (w *wheel) takeExpired(owner uint16) (key uint64, ok bool) {
+// takeExpired takes the oldest key of owner's expired ring; take, if not
+// nil, is given it under mu.
+func (w *wheel) takeExpired(owner uint16, take func(uint64)) (key uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	o := &w.owners[owner]
@@ -208,6 +273,9 @@ func (w *wheel) takeExpired(owner uint16) (key uint64, ok bool) {
 		// check and the clear (the expiring consumer holds mu too): an
 		// expired deadline never waits with its queue unreadable.
 		_ = o.q.set.n.unset(Readable)
+	}
+	if take != nil {
+		take(key)
 	}
 	return key, true
 }

@@ -37,21 +37,33 @@ import (
 // and a tick touches only the slots that come due: the cost of time
 // passing is what expires, not what is pending.
 //
-// Entries live in a slab (internal/slab) and link by index; an entry is 32
-// bytes and there is no allocation per deadline in steady state. The slab
-// gives its memory back after a burst.
+// Entries live in a slab (internal/slab); an entry is 32 bytes and there
+// is no allocation per deadline in steady state. The slab gives its memory
+// back after a burst. A slot holds its entries' indexes side by side in a
+// vector (slotv), in no order, and each entry knows its place in it (pos),
+// so that insert is an append and unlink a swap with the last. Slot
+// vectors rather than linked lists because of what a million pending
+// entries cost: taking a slot walks a vector, and the loads of its entries
+// do not depend on one another, so the CPU overlaps their cache misses; a
+// linked list's walk waits for each miss before it can start the next, and
+// a list insert also writes the old head (one more miss).
 //
 // Invariants (all under mu):
-//  1. An entry is in exactly one slot list (where names it) or free. When
-//     it fires it is freed (a TimerQueue's key joins its expired ring), so
-//     a stale id names nothing from then on.
-//  2. Bit s of levels[l].occupied is set iff slot s of level l has a list.
-//  3. Every entry in the slot lists is due after cur, and sits in the slot
+//  1. An entry is in exactly one slot (where names it, and
+//     slotv[where][pos] is its index) or free. When it fires it is freed
+//     (a TimerQueue's key joins its expired ring), so a stale id names
+//     nothing from then on.
+//  2. Bit s of levels[l].occupied is set iff slot s of level l has an
+//     entry; heads[l*slots+s] is then its vector's first entry, noEntry
+//     when it has none (a cheap emptiness check for tests and debugging).
+//  3. Every entry in the slots is due after cur, and sits in the slot
 //     that levelFor and slotFor give for its due tick relative to cur (cur
 //     only moves to the start of the earliest occupied slot, or past every
 //     slot start, so placements stay true).
-//  4. count is the number of entries in slot lists; it is also read without
-//     mu (atomic), so that a Poll with nothing pending pays nothing.
+//  4. count is the number of entries in slots whenever mu is free; it is
+//     also read without mu (atomic), so that a Poll with nothing pending
+//     pays nothing. expire adjusts it once per slot it takes, not once per
+//     entry.
 //  5. While sleeping is set, the consumer sleeps until tick sleepDue at the
 //     latest; an insertion whose slot starts earlier wakes it, since it
 //     computed its timeout without that entry.
@@ -62,12 +74,14 @@ import (
 type wheel struct {
 	mu       sync.Mutex
 	tick     time.Duration
+	perTick  divider // divides by tick (times are never negative)
 	origin   time.Time
 	bits     uint  // log2 of slots per level
 	slots    int64 // slots per level
 	levels   []wheelLevel
-	heads    []int32 // slot lists: heads[l*slots+s], -1 when empty
-	cur      int64   // the last tick the consumer has brought the wheel to (see invariant 3)
+	heads    []int32   // first entry of each slot l*slots+s, noEntry when empty
+	slotv    [][]int32 // the entries of each slot, in no order (invariant 1)
+	cur      int64     // the last tick the consumer has brought the wheel to (see invariant 3)
 	count    atomic.Int64
 	sleeping bool
 	sleepDue int64
@@ -87,22 +101,31 @@ type wheel struct {
 	// Totals for Stats.
 	expired, cancelled uint64
 	taken              uint64 // entries expire took from slots (tests)
+	touched            int64  // see touch
 }
 
 type wheelLevel struct {
 	occupied uint64
 }
 
-// wheelEntry is one deadline. 32 bytes.
+// wheelEntry is one deadline. 32 bytes (28 and padding).
 type wheelEntry struct {
 	deadline int64  // nanoseconds since origin
 	key      uint64 // the owner's: a delay slot or a TimerQueue key
-	next     int32  // next in its list, -1 at the end
-	prev     int32  // previous in its slot list, -1 at the head
+	pos      int32  // its index in slotv[where]
 	gen      uint32 // see invariant 6
 	where    uint16 // its slot: l*slots+s
 	owner    uint16
 }
+
+// slotKeep is the largest capacity a slot vector keeps when it empties,
+// so that a slot in steady use does not allocate, and the vectors of a
+// burst go back to the garbage collector.
+const slotKeep = 256
+
+// slotFirst is the capacity a slot vector starts with: one allocation of
+// 64 bytes where growing from nothing by appends would take four.
+const slotFirst = 16
 
 const (
 	ownerDelays = 0
@@ -133,12 +156,14 @@ const maxWheelSlots = 64
 
 func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 	w.tick = tick
+	w.perTick = newDivider(uint64(tick))
 	w.origin = time.Now()
 	w.bits = uint(bits.TrailingZeros(uint(slots)))
 	w.slots = int64(slots)
 	nlevels := (64 + int(w.bits) - 1) / int(w.bits)
 	w.levels = make([]wheelLevel, nlevels)
 	w.heads = make([]int32, nlevels*slots)
+	w.slotv = make([][]int32, nlevels*slots)
 	for i := range w.heads {
 		w.heads[i] = noEntry
 	}
@@ -147,14 +172,14 @@ func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 }
 
 // now is the current tick: whole ticks since origin.
-func (w *wheel) now() int64 { return int64(time.Since(w.origin) / w.tick) }
+func (w *wheel) now() int64 { return int64(w.perTick.div(uint64(time.Since(w.origin)))) }
 
 // deadlineAfter is the deadline d from now, in nanoseconds since origin,
 // saturated rather than wrapped, and the current tick (from the same
 // reading of the clock: one reading per deadline).
 func (w *wheel) deadlineAfter(d time.Duration) (deadline, now int64) {
 	at := time.Since(w.origin)
-	now = int64(at / w.tick)
+	now = int64(w.perTick.div(uint64(at)))
 	if d > math.MaxInt64-at {
 		return math.MaxInt64, now
 	}
@@ -163,9 +188,8 @@ func (w *wheel) deadlineAfter(d time.Duration) (deadline, now int64) {
 
 // dueTick is the tick at which a deadline is due: ceil(deadline/tick).
 func (w *wheel) dueTick(deadline int64) int64 {
-	t := int64(w.tick)
-	due := deadline / t
-	if deadline%t != 0 {
+	due := int64(w.perTick.div(uint64(deadline)))
+	if due*int64(w.tick) != deadline {
 		due++
 	}
 	return due
@@ -226,7 +250,7 @@ func (w *wheel) newEntry(owner uint16, key uint64, deadline int64) (int32, *whee
 	if w.nextGen == 0 {
 		w.nextGen = 1
 	}
-	*e = wheelEntry{deadline: deadline, key: key, next: noEntry, prev: noEntry, gen: w.nextGen, owner: owner}
+	*e = wheelEntry{deadline: deadline, key: key, pos: noEntry, gen: w.nextGen, owner: owner}
 	w.owners[owner].refs++
 	return int32(idx), e
 }
@@ -251,45 +275,59 @@ func (w *wheel) lookup(id wheelID) (int32, *wheelEntry, bool) {
 }
 
 // insert puts entry idx in its slot and returns the tick at which that
-// slot starts: when the consumer must look at it. mu held.
+// slot starts: when the consumer must look at it. mu held; the caller
+// counts the entry (invariant 4).
 func (w *wheel) insert(idx int32, e *wheelEntry) int64 {
 	due := max(w.dueOf(e), w.cur+1)
 	l := w.levelFor(due)
 	s := w.slotFor(due, l)
 	pos := int64(l)*w.slots + s
-	e.where, e.prev, e.next = uint16(pos), noEntry, w.heads[pos]
-	if e.next != noEntry {
-		w.entries.Get(uint32(e.next)).prev = idx
+	v := w.slotv[pos]
+	if len(v) == 0 {
+		w.heads[pos] = idx
+		w.levels[l].occupied |= 1 << s
+		if v == nil {
+			v = make([]int32, 0, slotFirst)
+		}
 	}
-	w.heads[pos] = idx
-	w.levels[l].occupied |= 1 << s
-	w.count.Add(1)
+	e.where, e.pos = uint16(pos), int32(len(v))
+	w.slotv[pos] = append(v, idx)
 	if l == 0 {
 		return due
 	}
 	return w.slotStart(l, s)
 }
 
-// unlink takes entry idx out of its slot list. mu held.
+// unlink takes entry idx out of its slot: the slot's last entry takes its
+// place in the vector. mu held.
 func (w *wheel) unlink(idx int32, e *wheelEntry) {
 	pos := int64(e.where)
-	if debugChecks {
-		if e.prev == noEntry && w.heads[pos] != idx || e.prev != noEntry && w.entries.Get(uint32(e.prev)).next != idx {
-			corruptedWheel("entry is not in the slot it names (invariant 1)")
+	v := w.slotv[pos]
+	last := int32(len(v) - 1)
+	if debugChecks && (e.pos < 0 || e.pos > last || v[e.pos] != idx) {
+		corruptedWheel("entry is not in the slot it names (invariant 1)")
+	}
+	if e.pos != last {
+		moved := v[last]
+		v[e.pos] = moved
+		w.entries.Get(uint32(moved)).pos = e.pos
+	}
+	v = v[:last]
+	switch {
+	case last == 0:
+		w.heads[pos] = noEntry
+		w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
+		if cap(v) > slotKeep {
+			v = nil
 		}
+	case e.pos == 0:
+		w.heads[pos] = v[0]
 	}
-	if e.prev != noEntry {
-		w.entries.Get(uint32(e.prev)).next = e.next
-	} else {
-		w.heads[pos] = e.next
-		if e.next == noEntry {
-			w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
-		}
+	if cap(v) > slotKeep && len(v) < cap(v)/4 {
+		v = append([]int32(nil), v...) // give back what a burst of cancels left
 	}
-	if e.next != noEntry {
-		w.entries.Get(uint32(e.next)).prev = e.prev
-	}
-	e.next, e.prev = noEntry, noEntry
+	w.slotv[pos] = v
+	e.pos = noEntry
 	w.count.Add(-1)
 }
 
@@ -303,6 +341,7 @@ func (w *wheel) schedule(owner uint16, key uint64, deadline, now int64) (wheelID
 	}
 	idx, e := w.newEntry(owner, key, deadline)
 	start := w.insert(idx, e)
+	w.count.Add(1)
 	wake := w.sleeping && start < w.sleepDue
 	if wake {
 		w.sleeping = false
@@ -350,18 +389,23 @@ func (w *wheel) expire() {
 			break
 		}
 		pos := int64(l)*w.slots + s
-		idx := w.heads[pos]
+		v := w.slotv[pos]
+		w.slotv[pos] = nil
 		w.heads[pos] = noEntry
 		w.levels[l].occupied &^= 1 << s
 		w.cur = start
-		for idx != noEntry {
-			w.taken++
+		// The entries of v go down to lower levels or fire, never back
+		// into this slot (invariant 3), so v is not appended to while it
+		// is walked.
+		moved := 0
+		for i, idx := range v {
+			if i%touchBatch == 0 {
+				w.touch(v[i:min(i+touchBatch, len(v))])
+			}
 			e := w.entries.Get(uint32(idx))
 			if debugChecks && int64(e.where) != pos {
-				corruptedWheel("entry in a slot list other than the one it names (invariant 1)")
+				corruptedWheel("entry in a slot other than the one it names (invariant 1)")
 			}
-			next := e.next
-			w.count.Add(-1)
 			switch {
 			case w.owners[e.owner].closed:
 				w.freeEntry(idx)
@@ -369,8 +413,13 @@ func (w *wheel) expire() {
 				w.due = append(w.due, dueEntry{e.deadline, e.gen, idx})
 			default:
 				w.insert(idx, e)
+				moved++
 			}
-			idx = next
+		}
+		w.taken += uint64(len(v))
+		w.count.Add(int64(moved - len(v)))
+		if cap(v) <= slotKeep && w.slotv[pos] == nil {
+			w.slotv[pos] = v[:0]
 		}
 	}
 	w.cur = now
@@ -383,6 +432,23 @@ func (w *wheel) expire() {
 		w.dueDelays[i] = dueDelay{}
 	}
 	w.dueDelays = w.dueDelays[:0]
+}
+
+// touchBatch is how many entries expire loads ahead of its work on them.
+const touchBatch = 32
+
+// touch loads the entries of idxs: a loop of independent loads and nothing
+// else, so that the CPU has the cache misses of a whole batch in flight at
+// once, where the work on each entry (placing it again, or firing it)
+// would leave room for only two or three. Without it, a wheel of a million
+// entries scattered over 32 MB spends most of its time waiting for one
+// miss after another. mu held.
+func (w *wheel) touch(idxs []int32) {
+	var x int64
+	for _, idx := range idxs {
+		x ^= w.entries.Get(uint32(idx)).deadline
+	}
+	w.touched ^= x // keeps the loads
 }
 
 // fireDue hands the entries that came due to their owners, in deadline
@@ -462,6 +528,7 @@ func (w *wheel) close() {
 	w.nodes.Reset()
 	for i := range w.heads {
 		w.heads[i] = noEntry
+		w.slotv[i] = nil
 	}
 	for i := range w.levels {
 		w.levels[i].occupied = 0
@@ -470,4 +537,28 @@ func (w *wheel) close() {
 		w.owners[i].closeLocked()
 	}
 	w.count.Store(0)
+}
+
+// divider divides by a fixed d with a multiplication, two shifts and an
+// add (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994): exact for every uint64. A 64-bit DIV takes tens
+// of cycles, and every deadline the wheel places needs one or two (its
+// due tick, the current tick).
+type divider struct {
+	m        uint64
+	sh1, sh2 uint
+}
+
+// newDivider returns a divider by d, 1 <= d < 2^63 (a positive Duration).
+func newDivider(d uint64) divider {
+	l := uint(64 - bits.LeadingZeros64(d-1)) // ceil(log2 d), at most 63
+	// m = floor(2^64 * (2^l - d) / d) + 1; 2^l - d < d, so Div64 does not
+	// overflow.
+	q, _ := bits.Div64((uint64(1)<<l)-d, 0, d)
+	return divider{m: q + 1, sh1: min(l, 1), sh2: max(l, 1) - 1}
+}
+
+func (v divider) div(x uint64) uint64 {
+	t, _ := bits.Mul64(v.m, x)
+	return (t + (x-t)>>v.sh1) >> v.sh2
 }

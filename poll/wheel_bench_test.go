@@ -49,7 +49,7 @@ func BenchmarkWheelExpire(b *testing.B) {
 					w.advance(step)
 					w.expire()
 					for {
-						if _, ok := w.takeExpired(id); !ok {
+						if _, ok := w.takeExpired(id, nil); !ok {
 							break
 						}
 					}

@@ -21,29 +21,35 @@ func (w *wheel) advance(d time.Duration) {
 	w.mu.Unlock()
 }
 
-// checkInvariants walks every slot list and checks invariants 1-4 of
-// wheel.go against it. mu held.
+// checkInvariants walks every slot and checks invariants 1-4 of wheel.go
+// against it. mu held.
 func (w *wheel) checkInvariants(t require.TestingT) {
 	n := 0
 	for l := range w.levels {
 		for s := int64(0); s < w.slots; s++ {
 			pos := int64(l)*w.slots + s
 			occupied := w.levels[l].occupied&(1<<s) != 0
-			require.Equal(t, w.heads[pos] != noEntry, occupied, "level %d slot %d: occupancy bit and list disagree", l, s)
-			prev := int32(noEntry)
-			for idx := w.heads[pos]; idx != noEntry; {
+			v := w.slotv[pos]
+			require.Equal(t, len(v) != 0, occupied, "level %d slot %d: occupancy bit and vector disagree", l, s)
+			if len(v) == 0 {
+				require.Equal(t, int32(noEntry), w.heads[pos], "level %d slot %d: empty slot with a head", l, s)
+			} else {
+				require.Equal(t, v[0], w.heads[pos], "level %d slot %d: head is not the vector's first", l, s)
+			}
+			for i, idx := range v {
+				require.True(t, w.entries.Valid(uint32(idx)), "slot %d holds free entry %d", pos, idx)
 				e := w.entries.Get(uint32(idx))
-				require.Equal(t, prev, e.prev, "entry %d: prev link", idx)
+				require.Equal(t, int32(i), e.pos, "entry %d: pos", idx)
 				require.Equal(t, uint16(pos), e.where, "entry %d: where", idx)
 				due := max(w.dueOf(e), w.cur+1)
 				require.Equal(t, l, w.levelFor(due), "entry %d (due %d, cur %d) in the wrong level", idx, due, w.cur)
 				require.Equal(t, s, w.slotFor(due, l), "entry %d (due %d) in the wrong slot", idx, due)
 				n++
-				prev, idx = idx, e.next
 			}
 		}
 	}
 	require.Equal(t, int64(n), w.count.Load(), "count")
+	require.Equal(t, n, w.entries.Len(), "entries allocated and not in a slot")
 }
 
 // The wheel against a model, on small and normal levels: every deadline
@@ -74,7 +80,7 @@ func TestWheelLevelsModel(t *testing.T) {
 		take := func(t *rapid.T) {
 			var last int64 = math.MinInt64
 			for {
-				key, ok := w.takeExpired(id)
+				key, ok := w.takeExpired(id, nil)
 				if !ok {
 					break
 				}
@@ -123,7 +129,7 @@ func TestWheelLevelsModel(t *testing.T) {
 				})
 				k := rapid.SampledFrom(keys).Draw(t, "key")
 				tid := live[k].tid
-				got, ok := w.remove(id, tid.id)
+				got, ok := w.remove(id, tid.id, nil)
 				if passed[k] {
 					if ok {
 						t.Fatalf("Remove of key %d, which has passed, succeeded", k)
@@ -134,7 +140,7 @@ func TestWheelLevelsModel(t *testing.T) {
 					t.Fatalf("Remove of pending key %d = %d, %v", k, got, ok)
 				}
 				delete(live, k)
-				if _, ok := w.remove(id, tid.id); ok {
+				if _, ok := w.remove(id, tid.id, nil); ok {
 					t.Fatalf("second Remove of key %d succeeded", k)
 				}
 			},
@@ -226,4 +232,24 @@ func TestWheelTickCostIsWhatExpires(t *testing.T) {
 		occupied += bits.OnesCount64(lv.occupied)
 	}
 	require.LessOrEqual(t, occupied, 4)
+}
+
+// The wheel's divider agrees with the division it replaces, for every
+// divisor a tick can be and every dividend a time can be, edges included.
+func TestWheelDivider(t *testing.T) {
+	check := func(t require.TestingT, d, x uint64) {
+		require.Equal(t, x/d, newDivider(d).div(x), "%d / %d", x, d)
+	}
+	for _, d := range []uint64{1, 2, 3, 7, 1000, 1_000_000, 1<<20 - 1, 1 << 20, 1<<20 + 1, uint64(time.Millisecond), uint64(time.Hour), 1<<62 + 12345, math.MaxInt64} {
+		for _, x := range []uint64{0, 1, d - 1, d, d + 1, 2*d - 1, math.MaxInt64, math.MaxUint64, math.MaxUint64 - 1} {
+			check(t, d, x)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		d := rapid.Uint64Range(1, math.MaxInt64).Draw(t, "d")
+		if rapid.Bool().Draw(t, "small d") {
+			d = rapid.Uint64Range(1, 1<<32).Draw(t, "d small")
+		}
+		check(t, d, rapid.Uint64().Draw(t, "x"))
+	})
 }

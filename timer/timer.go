@@ -2,7 +2,6 @@ package timer
 
 import (
 	"iter"
-	"sync"
 	"time"
 
 	"github.com/unipoll/unipoll/internal/slab"
@@ -35,10 +34,10 @@ type Timer[T any] struct {
 	q        *poll.TimerQueue
 	capacity int
 
-	// mu guards vals and closed. Lock order: mu, then the Poll's wheel
-	// (TimerQueue.Add under mu); the other paths take them one after the
-	// other, never the wheel and then mu.
-	mu     sync.Mutex
+	// vals and closed are guarded by the TimerQueue's lock (the Poll's
+	// wheel): they are touched only in the callbacks of q.AddFunc,
+	// q.RemoveFunc, q.NextFunc and q.Locked. One lock per Set and one per
+	// Cancel, not two: the value and the deadline change together.
 	vals   slab.Slab[T] // values by key; the key travels in the wheel entry
 	closed bool
 }
@@ -117,19 +116,18 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 	if err := t.check(); err != nil {
 		return Timeout{}, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return Timeout{}, ErrClosed
-	}
-	if t.capacity > 0 && t.vals.Len() >= t.capacity {
-		return Timeout{}, ErrFull
-	}
-	k, p := t.vals.Alloc()
-	*p = v
-	id, err := t.q.Add(d, uint64(k))
+	id, err := t.q.AddFunc(d, func() (uint64, error) {
+		if t.closed {
+			return 0, ErrClosed
+		}
+		if t.capacity > 0 && t.vals.Len() >= t.capacity {
+			return 0, ErrFull
+		}
+		k, p := t.vals.Alloc()
+		*p = v
+		return uint64(k), nil
+	})
 	if err != nil {
-		t.vals.Free(k)
 		return Timeout{}, err
 	}
 	return Timeout{id}, nil
@@ -140,37 +138,32 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 // not been taken yet: Poll returns it), was cancelled already, or belongs
 // to another Timer; it never cancels another timeout.
 func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
-	var zero T
+	var v T
 	if t.check() != nil {
-		return zero, false
+		return v, false
 	}
-	k, ok := t.q.Remove(to.id)
-	if !ok {
-		return zero, false
-	}
-	return t.take(k)
+	ok := false
+	t.q.RemoveFunc(to.id, func(k uint64) { v, ok = t.take(k) })
+	return v, ok
 }
 
 // Poll takes the next expired value, the one whose deadline is the
 // earliest, or returns false if none has expired. (It is named after
 // mio-extras' Timer::poll; it does not block.)
 func (t *Timer[T]) Poll() (T, bool) {
-	var zero T
+	var v T
 	if t.check() != nil {
-		return zero, false
+		return v, false
 	}
-	k, ok := t.q.Next()
-	if !ok {
-		return zero, false
-	}
-	return t.take(k)
+	ok := false
+	t.q.NextFunc(func(k uint64) { v, ok = t.take(k) })
+	return v, ok
 }
 
 // take removes value k, which the wheel has handed to this caller alone.
+// Under the TimerQueue's lock.
 func (t *Timer[T]) take(k uint64) (T, bool) {
 	var zero T
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
 		return zero, false
 	}
@@ -198,12 +191,13 @@ func (t *Timer[T]) Len() int {
 	if t.check() != nil {
 		return 0
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return 0
-	}
-	return t.vals.Len()
+	n := 0
+	t.q.Locked(func() {
+		if !t.closed {
+			n = t.vals.Len()
+		}
+	})
+	return n
 }
 
 // Stats returns the Timer's counters (zero before it is registered).
@@ -222,12 +216,14 @@ func (t *Timer[T]) Close() error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
+	was := false
+	t.q.Locked(func() {
+		was = t.closed
+		t.closed = true
+		t.vals.Reset()
+	})
+	if was {
 		return ErrClosed
 	}
-	t.closed = true
-	t.vals.Reset()
 	return t.q.Close()
 }
