@@ -4,8 +4,9 @@ package main
 
 // The scenario registry: each scenario is one file that calls register from
 // its init function, so a scenario for a part of the library that lands
-// later is one file to add (and one pending entry to remove from
-// pending.go). The runner runs them in the order of their numbers.
+// later is one file to add. A scenario registered with Pending set (and no
+// Run) is listed as not built yet, with what it waits for. The runner runs
+// them in the order of their numbers.
 
 import (
 	"fmt"
@@ -78,12 +79,6 @@ func register(s Scenario) {
 	}
 	scenarios = append(scenarios, s)
 	slices.SortStableFunc(scenarios, func(a, b Scenario) int { return a.Num - b.Num })
-}
-
-// pending registers a scenario that waits for a part of the library; the
-// runner says so instead of measuring anything.
-func pending(num int, name, title, waitsFor string) {
-	register(Scenario{Num: num, Name: name, Title: title, Pending: waitsFor})
 }
 
 // lookup returns the scenarios -only selects: an exact name, or every
