@@ -24,7 +24,7 @@ package poll
 //     without a look; releaseHeld lets go of every node with nothing to
 //     report, and a node with something stops the pass from blocking).
 //   - The consumer never takes from an empty held ring.
-//   - A wheel entry is in exactly the slot list it names (wheel.go,
+//   - A wheel entry is in exactly the slot vector it names (wheel.go,
 //     invariant 1).
 
 // stLinked (invariants_debug.go) is the state word's debug bit (see

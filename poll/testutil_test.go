@@ -549,8 +549,8 @@ func requireQueueEmpty(t testing.TB, p *Poll) {
 	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
 	p.wheel.mu.Lock()
 	defer p.wheel.mu.Unlock()
-	for pos, head := range p.wheel.heads {
-		require.Equal(t, int32(noEntry), head, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
+	for pos, v := range p.wheel.slotv {
+		require.Empty(t, v, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
 	}
 	for l, lv := range p.wheel.levels {
 		require.Zero(t, lv.occupied, "wheel level %d still marks slots occupied", l)

@@ -145,7 +145,8 @@ func (q *TimerQueue) Add(d time.Duration, key uint64) (TimerID, error) {
 // NextFunc and Locked, touch is guarded by that one lock. newKey runs at
 // most once, and only once the queue is known to take the deadline; if it
 // returns an error, no deadline is added and AddFunc returns that error.
-// newKey must not call the queue's methods (the lock is not reentrant).
+// newKey must not call the queue's methods (the lock is not reentrant),
+// nor block: while it runs, every delay and timer of the Poll waits.
 func (q *TimerQueue) AddFunc(d time.Duration, newKey func() (uint64, error)) (TimerID, error) {
 	if d < 0 {
 		return TimerID{}, wrapf(ErrInvalidArgument, "negative duration %v", d)
@@ -221,7 +222,7 @@ func (q *TimerQueue) NextFunc(take func(key uint64)) bool {
 // NextFunc run their callbacks under (before the queue is first
 // registered, a lock of the queue's own that binding it takes too), so
 // that f may read and change what those callbacks guard. f must not call
-// the queue's methods.
+// the queue's methods, nor block (see AddFunc).
 func (q *TimerQueue) Locked(f func()) {
 	if q.check() != nil {
 		f()

@@ -54,8 +54,7 @@ import (
 //     (a TimerQueue's key joins its expired ring), so a stale id names
 //     nothing from then on.
 //  2. Bit s of levels[l].occupied is set iff slot s of level l has an
-//     entry; heads[l*slots+s] is then its vector's first entry, noEntry
-//     when it has none (a cheap emptiness check for tests and debugging).
+//     entry (slotv[l*slots+s] is not empty).
 //  3. Every entry in the slots is due after cur, and sits in the slot
 //     that levelFor and slotFor give for its due tick relative to cur (cur
 //     only moves to the start of the earliest occupied slot, or past every
@@ -79,8 +78,7 @@ type wheel struct {
 	bits     uint  // log2 of slots per level
 	slots    int64 // slots per level
 	levels   []wheelLevel
-	heads    []int32   // first entry of each slot l*slots+s, noEntry when empty
-	slotv    [][]int32 // the entries of each slot, in no order (invariant 1)
+	slotv    [][]int32 // the entries of each slot l*slots+s, in no order (invariant 1)
 	cur      int64     // the last tick the consumer has brought the wheel to (see invariant 3)
 	count    atomic.Int64
 	sleeping bool
@@ -162,11 +160,7 @@ func (w *wheel) init(tick time.Duration, slots int, wake func()) {
 	w.slots = int64(slots)
 	nlevels := (64 + int(w.bits) - 1) / int(w.bits)
 	w.levels = make([]wheelLevel, nlevels)
-	w.heads = make([]int32, nlevels*slots)
 	w.slotv = make([][]int32, nlevels*slots)
-	for i := range w.heads {
-		w.heads[i] = noEntry
-	}
 	w.owners = []wheelOwner{{refs: 1}} // the delay owner never goes away
 	w.wake = wake
 }
@@ -284,7 +278,6 @@ func (w *wheel) insert(idx int32, e *wheelEntry) int64 {
 	pos := int64(l)*w.slots + s
 	v := w.slotv[pos]
 	if len(v) == 0 {
-		w.heads[pos] = idx
 		w.levels[l].occupied |= 1 << s
 		if v == nil {
 			v = make([]int32, 0, slotFirst)
@@ -313,15 +306,11 @@ func (w *wheel) unlink(idx int32, e *wheelEntry) {
 		w.entries.Get(uint32(moved)).pos = e.pos
 	}
 	v = v[:last]
-	switch {
-	case last == 0:
-		w.heads[pos] = noEntry
+	if last == 0 {
 		w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
 		if cap(v) > slotKeep {
 			v = nil
 		}
-	case e.pos == 0:
-		w.heads[pos] = v[0]
 	}
 	if cap(v) > slotKeep && len(v) < cap(v)/4 {
 		v = append([]int32(nil), v...) // give back what a burst of cancels left
@@ -391,7 +380,6 @@ func (w *wheel) expire() {
 		pos := int64(l)*w.slots + s
 		v := w.slotv[pos]
 		w.slotv[pos] = nil
-		w.heads[pos] = noEntry
 		w.levels[l].occupied &^= 1 << s
 		w.cur = start
 		// The entries of v go down to lower levels or fire, never back
@@ -526,8 +514,7 @@ func (w *wheel) close() {
 	w.closed = true
 	w.entries.Reset()
 	w.nodes.Reset()
-	for i := range w.heads {
-		w.heads[i] = noEntry
+	for i := range w.slotv {
 		w.slotv[i] = nil
 	}
 	for i := range w.levels {

@@ -31,11 +31,6 @@ func (w *wheel) checkInvariants(t require.TestingT) {
 			occupied := w.levels[l].occupied&(1<<s) != 0
 			v := w.slotv[pos]
 			require.Equal(t, len(v) != 0, occupied, "level %d slot %d: occupancy bit and vector disagree", l, s)
-			if len(v) == 0 {
-				require.Equal(t, int32(noEntry), w.heads[pos], "level %d slot %d: empty slot with a head", l, s)
-			} else {
-				require.Equal(t, v[0], w.heads[pos], "level %d slot %d: head is not the vector's first", l, s)
-			}
 			for i, idx := range v {
 				require.True(t, w.entries.Valid(uint32(idx)), "slot %d holds free entry %d", pos, idx)
 				e := w.entries.Get(uint32(idx))
