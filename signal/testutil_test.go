@@ -1,0 +1,99 @@
+//go:build unix
+
+package signal
+
+// Helpers for this package's tests. Polls are real (poll.New, so the backend
+// is the one UNIPOLL_BACKEND names) and signals are real: the tests send
+// them to the test process itself with kill(2). They use only SIGUSR1,
+// SIGUSR2 and SIGWINCH, which the Go runtime catches and ignores when nobody
+// asked for them, so a failing test cannot kill the test binary; signals
+// that end a process (SIGTERM) are sent only to re-executed helpers. Waiting is for a condition with a deadline, never
+// time.Sleep.
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/poll"
+)
+
+const (
+	noEventWait = 20 * time.Millisecond
+	eventWait   = 5 * time.Second
+)
+
+func newPoll(t testing.TB) *poll.Poll {
+	t.Helper()
+	p, err := poll.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func newWatcher(t testing.TB, sigs ...os.Signal) *Watcher {
+	t.Helper()
+	w, err := New(sigs...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// raise sends sig to the test process.
+func raise(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, syscall.Kill(syscall.Getpid(), sig))
+}
+
+// pollOnce makes one Poll call and returns what it reported, by token; it
+// fails on a token reported twice (rule 1).
+func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
+	t.Helper()
+	ev := poll.NewEvents(16)
+	_, err := p.Poll(ev, timeout)
+	require.NoError(t, err)
+	got := map[poll.Token]poll.Ready{}
+	for e := range ev.All() {
+		_, dup := got[e.Token]
+		require.False(t, dup, "token %d reported twice in one Poll call", e.Token)
+		got[e.Token] = e.Ready
+	}
+	return got
+}
+
+// waitEvent polls until tok is reported and returns its readiness.
+func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for time.Now().Before(deadline) {
+		if r, ok := pollOnce(t, p, time.Until(deadline))[tok]; ok {
+			return r
+		}
+	}
+	require.FailNow(t, "no event", "token %d not reported within %v", tok, eventWait)
+	return 0
+}
+
+// expectNoEvent asserts that a Poll call of noEventWait does not report tok.
+func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
+	t.Helper()
+	r, ok := pollOnce(t, p, noEventWait)[tok]
+	require.False(t, ok, "token %d reported (%s), expected nothing", tok, r)
+}
+
+// waitFor waits until cond holds, yielding between looks, and fails after
+// eventWait.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			require.FailNow(t, "timeout", "waiting for %s", what)
+		}
+		runtime.Gosched()
+	}
+}
