@@ -15,10 +15,13 @@ import (
 
 // storm sends n signals to the process as fast as kill(2) goes, while two
 // Watchers on two Polls consume them, one edge-triggered and one
-// level-triggered. When the storm is over and the Polls have gone quiet,
-// every count a Watcher saw has been notified and taken (Pending is 0: no
-// count was left without its event), the totals are at least 1 and at
-// most n, and the two Watchers saw the same deliveries.
+// level-triggered, taking signals only after an event (as a consumer
+// must). Afterwards, until a deadline: both Watchers see at least one
+// delivery; every count a Watcher holds is followed by an event (Pending
+// reaches 0 through events alone, so no count is left without its
+// notification); the two Watchers end up with the same total (they see the
+// same deliveries); and no total exceeds n. Nothing here assumes when the
+// runtime is done delivering: a loaded machine may take a while.
 func storm(t *testing.T, n int) {
 	p1, p2 := newPoll(t), newPoll(t)
 	w1, w2 := newWatcher(t, syscall.SIGUSR1), newWatcher(t, syscall.SIGUSR1)
@@ -38,46 +41,37 @@ func storm(t *testing.T, n int) {
 	}()
 	var totals [2]uint64
 	var events [2]int
-	consume := func(i int, p *poll.Poll, w *Watcher, timeout time.Duration) int {
-		got := pollOnce(t, p, timeout)
-		if len(got) > 0 {
-			events[i]++
+	consume := func(i int, p *poll.Poll, w *Watcher, timeout time.Duration) {
+		if len(pollOnce(t, p, timeout)) == 0 {
+			return
 		}
+		events[i]++
 		for _, c := range w.Drain() {
 			totals[i] += c
 		}
-		return len(got)
 	}
-	done := false
-	for !done {
+	both := func(timeout time.Duration) {
+		consume(0, p1, w1, timeout)
+		consume(1, p2, w2, timeout)
+	}
+	for done := false; !done; {
 		select {
 		case err := <-sent:
 			require.NoError(t, err)
 			done = true
 		default:
 		}
-		consume(0, p1, w1, time.Millisecond)
-		consume(1, p2, w2, 0)
+		both(time.Millisecond)
 	}
-	// The storm is over; poll until neither Poll reports anything for a
-	// while. A count left without readiness would stay in Pending.
-	for quiet := 0; quiet < 3; {
-		if consume(0, p1, w1, 50*time.Millisecond)+consume(1, p2, w2, 50*time.Millisecond) == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-	}
+	waitFor(t, "every delivery notified, and the same deliveries seen by both Watchers", func() bool {
+		both(time.Millisecond)
+		return totals[0] >= 1 && totals[0] == totals[1] && w1.Pending() == 0 && w2.Pending() == 0
+	})
 	t.Logf("%d signals sent; counted %d (edge Watcher, %d events) and %d (level Watcher, %d events)",
 		n, totals[0], events[0], totals[1], events[1])
-	require.Zero(t, w1.Pending(), "edge Watcher: deliveries counted but never notified")
-	require.Zero(t, w2.Pending(), "level Watcher: deliveries counted but never notified")
 	for i, c := range totals {
-		require.GreaterOrEqual(t, c, uint64(1), "Watcher %d saw nothing", i)
 		require.LessOrEqual(t, c, uint64(n), "Watcher %d counted more than was sent", i)
-		require.GreaterOrEqual(t, events[i], 1)
 	}
-	require.Equal(t, totals[0], totals[1], "two Watchers of one signal saw different deliveries")
 }
 
 func TestStorm(t *testing.T) { storm(t, 10_000) }
