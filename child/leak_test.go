@@ -1,0 +1,69 @@
+//go:build linux
+
+package child
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/unipoll/unipoll/internal/sigrelay"
+	"github.com/unipoll/unipoll/poll"
+)
+
+// Watchers leave nothing behind once closed: 100 children per path,
+// watched, registered, some killed and reported, some not, every Watcher
+// closed: no descriptor (pidfds), no table entry, no SIGCHLD subscription
+// and no goroutine (the relay) remain. The SIGCHLD path holds one relay
+// goroutine while any of its Watchers lives, however many there are.
+func TestNoLeak(t *testing.T) {
+	before := openFds(t)
+	p := newPoll(t)
+	for _, pa := range paths {
+		var ws []*Watcher
+		var cmds []*exec.Cmd
+		for i := range 100 {
+			cmd := start(t, "/bin/sleep", "100")
+			cmds = append(cmds, cmd)
+			w, err := WatchCmd(cmd, pa.opts...)
+			require.NoError(t, err)
+			require.NoError(t, p.Register(w, poll.Token(i+1), poll.Readable, poll.Edge))
+			ws = append(ws, w)
+			if i%2 == 0 {
+				require.NoError(t, w.Signal(syscall.SIGKILL))
+			}
+		}
+		if pa.want == SIGCHLD {
+			require.Equal(t, 1, sigrelay.Active(), "one relay entry for SIGCHLD")
+			require.Equal(t, 1, sigrelay.Subscribed(syscall.SIGCHLD))
+		}
+		var killed []poll.Token
+		for i := 0; i < len(ws); i += 2 {
+			killed = append(killed, poll.Token(i+1))
+		}
+		waitEvents(t, p, killed...)
+		for _, w := range ws {
+			require.NoError(t, w.Close())
+		}
+		require.Zero(t, watchedPids(), "%s: pids left in the table", pa.name)
+		require.Zero(t, sigrelay.Active(), "%s: relay entries left", pa.name)
+		for _, cmd := range cmds { // the runtime holds a pidfd per unreaped child
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	require.NoError(t, p.Close())
+	goleak.VerifyNone(t)
+	require.Equal(t, before, openFds(t), "descriptors before and after")
+}
+
+func openFds(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
