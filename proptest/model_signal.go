@@ -22,16 +22,16 @@ import (
 // with Next and Drain. Several sources may watch the same signal: every one
 // of them must see every delivery.
 //
-// What the model relies on (signal/watcher.go, rules D and C):
+// What the model relies on (signal/watcher.go, rules A, D and C):
 //   - Readable is set while some signal is pending (delivered and not
 //     taken), and nothing else is ever set.
 //   - Edge: every delivery is a new edge, also while signals are pending.
 //   - Taking the last pending signal (Next, or a Drain) clears Readable.
 //   - A Raise waits until every live Watcher of the signal has counted the
-//     delivery, so the runtime never coalesces two of them and the counts
-//     are exact; operations run one at a time in the test goroutine, so no
-//     delivery races a Next, and an event the model does not expect is a
-//     failure.
+//     delivery (Pending), and a delivery that Pending shows has set
+//     Readable (rule A). So the runtime never coalesces two of them, the
+//     counts are exact, and no delivery races a Next: an event the model
+//     does not expect is a failure, and so is one it expects and misses.
 //
 // The signals are SIGUSR1, SIGUSR2 and SIGPWR: the Go runtime ignores them
 // when nobody asks, so a failure cannot kill the test binary, and nothing

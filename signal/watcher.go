@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/unipoll/unipoll/internal/sigrelay"
@@ -17,31 +16,28 @@ import (
 )
 
 // Readiness accounting. A Watcher has one count per signal it watches and a
-// Registration whose one bit that matters is R (Readable). Counts are
-// sync/atomic values, R changes under the Registration's mutex, and Go's
-// atomics and mutexes are sequentially consistent, so the two-sided check
-// below is Dekker's: of two goroutines that each write one variable and
-// then read the other's, at least one sees the other's write.
+// Registration whose one bit that matters is R (Readable). Both change only
+// under the Watcher's mutex, so that whoever holds it sees them agree:
 //
+//	A. R is set exactly when some count is not zero, at every moment the
+//	   mutex is free. Pending, Next and Drain take the mutex, so a count
+//	   they see has had its R set (the state machine of proptest relies on
+//	   it: a delivery seen in Pending is one a Poll call must report).
 //	D. A delivery (on the relay's goroutine, sigrelay R2) adds one to the
-//	   signal's count, then sets R. Every delivery sets R, so in edge mode
+//	   signal's count and sets R. Every delivery sets R, so in edge mode
 //	   every delivery is a new edge (poll: "each call that sets a bit of the
-//	   interest is a new edge"). Deliveries never clear R.
-//	C. The consumer (Next, Drain, under mu) takes a count by swapping it
-//	   with zero. When it finds every count zero, it clears R, then reads
-//	   every count once more (the re-check) and sets R again if one is not
-//	   zero.
+//	   interest is a new edge"), also while signals are pending.
+//	C. The consumer (Next, Drain) takes a count and sets it to zero; when
+//	   it takes the last non-zero count, it clears R.
 //	B. Memory is bounded: a count is a number, whatever the rate of
 //	   signals, and the relay keeps at most one delivery queued per signal
 //	   (sigrelay R3).
 //
-// Claim: a count is never left non-zero with R clear and nobody about to
-// set it. R is cleared only by a consumer at some point X, followed by its
-// re-check K. Take a delivery d whose count K did not see: its add came
-// after K's read, so after X, and d sets R after its add, so after X.
-// A delivery that K did see makes K set R itself. So after the last clear,
-// R is set again by K or by a later delivery, and a later Poll reports the
-// Watcher. This is the same argument as the channel package's (rule C).
+// No readiness is lost: a count left non-zero has R set (A), and R stays
+// set until a consumer takes that count; a Poll call started after the
+// delivery reports the Watcher. The relay's goroutine waits for the mutex
+// only while a consumer holds it, which is never for long (no call out of
+// the package is made with it held: Drain yields without it).
 
 // Watcher delivers signals through a Poll. It is a poll.Evented: registered
 // with Readable interest, it is reported while signals it watches have
@@ -70,11 +66,11 @@ type Watcher struct{ s *state }
 // state is what the relay holds; it is the sigrelay.Subscriber, so that
 // Deliver is not part of Watcher's API.
 type state struct {
-	sigs   []syscall.Signal // sorted, distinct
-	counts []atomic.Uint64  // counts[i] for sigs[i]: deliveries not yet taken
-	r      *ureg.Reg
+	sigs []syscall.Signal // sorted, distinct; never changes
+	r    *ureg.Reg
 
-	mu     sync.Mutex // the consumer's: cursor, closed
+	mu     sync.Mutex // guards the fields below (rule A)
+	counts []uint64   // counts[i] for sigs[i]: deliveries not yet taken
 	cursor int        // where the next scan starts, so that no signal starves
 	closed bool
 }
@@ -107,7 +103,7 @@ func New(sigs ...os.Signal) (*Watcher, error) {
 	}
 	slices.Sort(list)
 	list = slices.Compact(list)
-	s := &state{sigs: list, counts: make([]atomic.Uint64, len(list)), r: ureg.New()}
+	s := &state{sigs: list, counts: make([]uint64, len(list)), r: ureg.New()}
 	for _, sig := range list {
 		sigrelay.Subscribe(sig, s)
 	}
@@ -135,10 +131,17 @@ func catchable(sig os.Signal) (syscall.Signal, error) {
 // maxSignal bounds signal numbers as os/signal does (65 on every system).
 const maxSignal = 65
 
-// Deliver implements sigrelay.Subscriber (rule D).
+// Deliver implements sigrelay.Subscriber (rule D). A late delivery to a
+// closed Watcher (sigrelay R4) does nothing.
 func (s *state) Deliver(sig syscall.Signal) {
-	if i, ok := slices.BinarySearch(s.sigs, sig); ok {
-		s.counts[i].Add(1)
+	i, ok := slices.BinarySearch(s.sigs, sig)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.counts[i]++
 		s.r.Set(poll.Readable)
 	}
 }
@@ -193,9 +196,6 @@ func (w *Watcher) Drain() iter.Seq2[os.Signal, uint64] {
 				return
 			}
 			c := s.takeAt(i)
-			if k == n-1 && c == 0 && !s.anyPending() {
-				s.idle() // found nothing at the end: rule C
-			}
 			s.mu.Unlock()
 			if c > 0 && !yield(s.sigs[i], c) {
 				return
@@ -205,8 +205,7 @@ func (w *Watcher) Drain() iter.Seq2[os.Signal, uint64] {
 }
 
 // take scans at most limit signals from the cursor for one whose count is
-// not zero and takes it. If it finds none, it applies rule C. Called with
-// mu held.
+// not zero and takes it. Called with mu held.
 func (s *state) take(limit int) (os.Signal, uint64, bool) {
 	for k := range limit {
 		i := (s.cursor + k) % len(s.sigs)
@@ -214,41 +213,23 @@ func (s *state) take(limit int) (os.Signal, uint64, bool) {
 			return s.sigs[i], c, true
 		}
 	}
-	if !s.anyPending() {
-		s.idle()
-	}
 	return nil, 0, false
 }
 
 // takeAt takes the count of sigs[i] and, if it was not zero, moves the
-// cursor past i and applies rule C when nothing else is pending, so that R
-// is clear as soon as the last signal is taken. Called with mu held.
+// cursor past i and clears R if nothing else is pending (rule C). Called
+// with mu held.
 func (s *state) takeAt(i int) uint64 {
-	c := s.counts[i].Swap(0)
-	if c > 0 {
-		s.cursor = (i + 1) % len(s.sigs)
-		if !s.anyPending() {
-			s.idle()
-		}
+	c := s.counts[i]
+	if c == 0 {
+		return 0
+	}
+	s.counts[i] = 0
+	s.cursor = (i + 1) % len(s.sigs)
+	if !slices.ContainsFunc(s.counts, func(c uint64) bool { return c > 0 }) {
+		s.r.Unset(poll.Readable)
 	}
 	return c
-}
-
-// idle is rule C: clear R, then look again and set it if a delivery came.
-func (s *state) idle() {
-	s.r.Unset(poll.Readable)
-	if s.anyPending() {
-		s.r.Set(poll.Readable)
-	}
-}
-
-func (s *state) anyPending() bool {
-	for i := range s.counts {
-		if s.counts[i].Load() > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Pending returns the number of deliveries counted and not yet taken by
@@ -265,8 +246,8 @@ func (w *Watcher) Pending() uint64 {
 		return 0
 	}
 	var total uint64
-	for i := range s.counts {
-		total += s.counts[i].Load()
+	for _, c := range s.counts {
+		total += c
 	}
 	return total
 }
@@ -300,9 +281,7 @@ func (w *Watcher) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	// Unsubscribe first: the relay's goroutine may still deliver once
-	// (sigrelay R4), which finds the Registration closed below and does
-	// nothing that anyone sees.
+	// A delivery still on its way (sigrelay R4) finds closed set.
 	for _, sig := range s.sigs {
 		sigrelay.Unsubscribe(sig, s)
 	}
