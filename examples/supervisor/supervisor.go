@@ -1,0 +1,240 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/unipoll/unipoll/child"
+	"github.com/unipoll/unipoll/poll"
+	"github.com/unipoll/unipoll/signal"
+)
+
+// config is the supervisor's command-line flags.
+type config struct {
+	backoff, maxBackoff, stable time.Duration
+	maxRestarts                 int // -1: no limit
+}
+
+// Tokens: one for the signals, then two per command: its child Watcher and
+// its back-off timer.
+const sigToken poll.Token = 1
+
+func childToken(i int) poll.Token { return poll.Token(2 + 2*i) }
+func timerToken(i int) poll.Token { return poll.Token(3 + 2*i) }
+
+// task is one command line and its current process, if any.
+type task struct {
+	n        int // 1-based, for the reports
+	command  string
+	cmd      *exec.Cmd      // the running process, or nil
+	w        *child.Watcher // its Watcher, or nil
+	started  time.Time
+	restarts int
+	delay    time.Duration // the next back-off
+	waiting  bool          // a restart is scheduled on the timer
+	done     bool          // given up, or stopped by a signal
+	timer    *poll.Registration
+	timerSet *poll.SetReadiness
+}
+
+// supervisor owns the Poll and everything registered with it; one goroutine
+// (run's) uses it.
+type supervisor struct {
+	cfg      config
+	out      io.Writer
+	p        *poll.Poll
+	sigs     *signal.Watcher
+	tasks    []*task
+	stopping bool
+}
+
+func (s *supervisor) say(format string, args ...any) {
+	fmt.Fprintf(s.out, "supervisor: "+format+"\n", args...)
+}
+
+// run supervises commands until every one of them is done: given up after
+// maxRestarts, or ended after a SIGTERM or SIGINT.
+func run(commands []string, cfg config, out io.Writer) error {
+	p, err := poll.New()
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	// The Watcher exists before any child does, so a SIGTERM that arrives
+	// while the children start is not lost: it waits in the Watcher.
+	sigs, err := signal.New(syscall.SIGTERM, syscall.SIGINT)
+	if err != nil {
+		return err
+	}
+	defer sigs.Close()
+	if err := p.Register(sigs, sigToken, poll.Readable, poll.Edge); err != nil {
+		return err
+	}
+	s := &supervisor{cfg: cfg, out: out, p: p, sigs: sigs}
+	defer s.cleanup()
+	for i, c := range commands {
+		t := &task{n: i + 1, command: c, delay: cfg.backoff}
+		t.timer, t.timerSet = poll.NewRegistration()
+		if err := p.Register(t.timer, timerToken(i), poll.Readable, poll.Edge); err != nil {
+			return err
+		}
+		s.tasks = append(s.tasks, t)
+		s.start(i)
+	}
+	events := poll.NewEvents(64)
+	for !s.finished() {
+		if _, err := p.Poll(events, -1); err != nil {
+			return err
+		}
+		for ev := range events.All() {
+			switch {
+			case ev.Token == sigToken:
+				s.signalled()
+			case ev.Token%2 == 0:
+				s.exited(int(ev.Token-2) / 2)
+			default:
+				s.restart(int(ev.Token-3) / 2)
+			}
+		}
+	}
+	s.say("all commands are done")
+	return nil
+}
+
+// start starts task i's command and watches it. A command that cannot be
+// started is given up.
+func (s *supervisor) start(i int) {
+	t := s.tasks[i]
+	cmd := exec.Command("/bin/sh", "-c", t.command)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		s.say("[%d] %v; giving up", t.n, err)
+		t.done = true
+		return
+	}
+	w, err := child.WatchCmd(cmd)
+	if err == nil {
+		err = s.p.Register(w, childToken(i), poll.Readable, poll.Edge)
+	}
+	if err != nil {
+		// Not watched, so nothing would ever report it: end it here.
+		s.say("[%d] watching pid %d: %v; giving up", t.n, cmd.Process.Pid, err)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if w != nil {
+			_ = w.Close()
+		}
+		t.done = true
+		return
+	}
+	t.cmd, t.w, t.started = cmd, w, time.Now()
+	s.say("[%d] started pid %d: %s", t.n, cmd.Process.Pid, t.command)
+}
+
+// exited reports task i's exit, reaps the process, and schedules a
+// restart unless the supervisor is stopping or the task has used up its
+// restarts.
+func (s *supervisor) exited(i int) {
+	t := s.tasks[i]
+	if t.w == nil {
+		return // a stale event cannot come (Close deregisters), but be safe
+	}
+	st, err := t.w.Status()
+	if errors.Is(err, child.ErrNotExited) {
+		return // spurious: allowed by the contract
+	}
+	pid := t.w.Pid()
+	_ = t.w.Close()
+	_ = t.cmd.Wait() // returns at once: the process has exited
+	ran := time.Since(t.started).Round(time.Millisecond)
+	how := st.String()
+	if err != nil { // reaped before Status could read it: cmd.Wait has it
+		how = fmt.Sprintf("%v (%v)", t.cmd.ProcessState, err)
+	}
+	s.say("[%d] pid %d exited: %s after %v", t.n, pid, how, ran)
+	t.cmd, t.w = nil, nil
+	switch {
+	case s.stopping:
+		t.done = true
+	case s.cfg.maxRestarts >= 0 && t.restarts >= s.cfg.maxRestarts:
+		s.say("[%d] restarted %d times; giving up", t.n, t.restarts)
+		t.done = true
+	default:
+		if ran >= s.cfg.stable {
+			t.delay = s.cfg.backoff
+		}
+		s.say("[%d] restart %d in %v", t.n, t.restarts+1, t.delay)
+		if err := t.timerSet.DelayReadiness(poll.Readable, t.delay); err != nil {
+			s.say("[%d] back-off timer: %v; giving up", t.n, err)
+			t.done = true
+			return
+		}
+		t.waiting = true
+		t.delay = min(2*t.delay, s.cfg.maxBackoff)
+	}
+}
+
+// restart starts task i again when its back-off timer fires.
+func (s *supervisor) restart(i int) {
+	t := s.tasks[i]
+	_ = t.timerSet.UnsetReadiness(poll.Readable)
+	if !t.waiting || s.stopping {
+		return
+	}
+	t.waiting = false
+	t.restarts++
+	s.start(i)
+}
+
+// signalled forwards SIGTERM or SIGINT to every running child and stops
+// restarting; the supervisor then exits once the children have. A second
+// signal is forwarded too.
+func (s *supervisor) signalled() {
+	for sig, ok := s.sigs.Next(); ok; sig, ok = s.sigs.Next() {
+		s.stopping = true
+		running := 0
+		for _, t := range s.tasks {
+			if t.waiting {
+				t.waiting, t.done = false, true
+				_ = t.timerSet.UnsetReadiness(poll.Readable) // cancels the back-off
+			}
+			if t.w != nil {
+				running++
+				if err := t.w.Signal(sig); err != nil {
+					s.say("[%d] forwarding %v: %v", t.n, sig, err)
+				}
+			}
+		}
+		s.say("got %v; forwarded to %d running command(s)", sig, running)
+	}
+}
+
+// finished reports whether no task runs or waits for a restart.
+func (s *supervisor) finished() bool {
+	for _, t := range s.tasks {
+		if !t.done {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanup kills and reaps what still runs after an error, and releases the
+// timers.
+func (s *supervisor) cleanup() {
+	for _, t := range s.tasks {
+		if t.w != nil {
+			_ = t.w.Close()
+			_ = t.cmd.Process.Kill()
+			_ = t.cmd.Wait()
+		}
+		_ = t.timer.Close()
+	}
+}
