@@ -1,9 +1,10 @@
 // Command tour shows unipoll's one Poll at work: every kind of source the
 // library has (a socket pair, a user-space Registration set from another
 // goroutine, a delayed readiness, a channel fed from another goroutine, a
-// timer) registered with the same Poll and coming back from the same Poll
-// call; then the same kinds of work through an eventloop.Loop, a handler
-// per source (loop.go).
+// timer, a signal the process sends itself, a child process's exit)
+// registered with the same Poll and coming back from the same Poll call;
+// then the same kinds of work through an eventloop.Loop, a handler per
+// source (loop.go).
 //
 //	go run ./examples/tour
 //
@@ -46,6 +47,8 @@ func stops() []stop {
 		&delayStop{delay: 50 * time.Millisecond},
 		&channelStop{values: []string{"one", "two", "three"}},
 		&timerStop{},
+		&signalStop{},
+		&childStop{},
 	}
 }
 

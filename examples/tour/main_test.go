@@ -23,6 +23,10 @@ func TestTour(t *testing.T) {
 		"then the sender closed",
 		`(timer) is Readable: "first" expired after`,
 		`(timer) is Readable: "second" expired after`,
+		"(signal) is Readable: user defined signal 1",
+		"(child) is Readable: pid ",
+		"exit status 3, not reaped yet",
+		"then cmd.Wait() returned at once: exit status 3",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("tour output lacks %q:\n%s", want, out.String())
