@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -59,6 +60,9 @@ var table struct {
 }
 
 var subMu sync.Mutex // T2
+
+// scans counts the scans made, for tests and benchmarks.
+var scans atomic.Uint64
 
 // tableSub is the table's subscription to SIGCHLD.
 type tableSub struct{}
@@ -118,6 +122,7 @@ func use(delta int) {
 // scan looks at every watched pid once; it runs on the relay's goroutine
 // for SIGCHLD (T5).
 func scan() {
+	scans.Add(1)
 	table.mu.Lock()
 	pids := table.buf[:0]
 	for pid := range table.pids {
