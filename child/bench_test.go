@@ -3,9 +3,11 @@
 package child
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -24,7 +26,8 @@ import (
 // BenchmarkExitLatency: from kill(SIGKILL) of a sleeping child to the
 // moment the waiter learns of it: the Poll call returning its event (pidfd,
 // sigchld) or cmd.Wait() returning in a goroutine (wait). Each round kills
-// one child per way, in turn, so that the three see the same machine.
+// one child per way, in turn, so that the three see the same machine, and
+// each child is asleep in sleep(1) when it is killed.
 func BenchmarkExitLatency(b *testing.B) {
 	b.ReportAllocs()
 	p, err := poll.New()
@@ -42,6 +45,7 @@ func BenchmarkExitLatency(b *testing.B) {
 				b.Fatal(err)
 			}
 			pid := cmd.Process.Pid
+			asleep(b, pid)
 			if k == 2 {
 				done := make(chan time.Time, 1)
 				go func() { _ = cmd.Wait(); done <- time.Now() }()
@@ -75,6 +79,22 @@ func BenchmarkExitLatency(b *testing.B) {
 		slices.Sort(l)
 		b.ReportMetric(float64(l[len(l)/2].Microseconds()), names[k]+"-p50-µs")
 		b.ReportMetric(float64(l[len(l)*99/100].Microseconds()), names[k]+"-p99-µs")
+	}
+}
+
+// asleep waits until pid has exec'd sleep and sleeps in it, so that every
+// way kills a process in the same state.
+func asleep(b *testing.B, pid int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err == nil && bytes.Contains(st, []byte("(sleep) S")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("pid %d never slept: %s", pid, st)
+		}
+		runtime.Gosched()
 	}
 }
 

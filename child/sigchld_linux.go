@@ -48,6 +48,13 @@ import (
 //	    table.mu, calls waitid without it, then takes table.mu to remove
 //	    what exited, then marks Watchers under their own mu.
 //
+// Limits: the table knows processes by pid. If an owner reaps a process
+// before any scan saw its exit, its Watcher learns ECHILD (ErrReaped) at
+// the next scan; should the pid have been reused by a new child of this
+// process in between, the old Watcher would follow the new process. Owners
+// that reap only after the Watcher's event (the way this package is meant
+// to be used) never meet this; the pidfd path has no such window.
+//
 // Cost: a scan is one waitid per watched pid (Linux 5.13 and later find the
 // pid directly; earlier kernels walk the children for each call). SIGCHLDs
 // that arrive during a scan coalesce into one more scan (sigrelay R3), so

@@ -8,7 +8,8 @@ import (
 )
 
 // ExitStatus is how a process ended, read without reaping it. Its methods
-// answer as os.ProcessState's do, and String gives the same text.
+// answer as os.ProcessState's do, and String gives the same text. The zero
+// ExitStatus, returned with an error, describes nothing.
 type ExitStatus struct {
 	pid int
 	ws  syscall.WaitStatus

@@ -58,8 +58,9 @@ type mechanism interface {
 	peek() (st ExitStatus, exited bool, err error)
 	// signal sends sig to the process.
 	signal(sig syscall.Signal) error
-	// close releases the mechanism; the Watcher has already deregistered
-	// nothing on its behalf, so close deregisters what it registered.
+	// close deregisters what the mechanism registered and releases it.
+	// It is called once, without the Watcher's mutex (the SIGCHLD
+	// mechanism may wait for the relay's goroutine).
 	close() error
 }
 
@@ -111,9 +112,10 @@ var _ poll.Evented = (*Watcher)(nil)
 // before anything may reap it.
 //
 // Errors: ErrInvalidArgument for a nil or released process, ErrReaped if
-// it has been reaped already, ErrNotChild if it is not this process's
-// child, ErrSIGCHLDIgnored if SIGCHLD is ignored, ErrUnsupported if an
-// option asks for what the system lacks.
+// it has been reaped already, ErrNotChild if it is not this process's child
+// (Linux; kqueue watches any process it may see), ErrSIGCHLDIgnored if
+// SIGCHLD is ignored, ErrUnsupported if an option asks for what the system
+// lacks.
 func Watch(p *os.Process, opts ...Option) (*Watcher, error) {
 	return watch(p, nil, opts)
 }
@@ -254,9 +256,11 @@ func (w *Watcher) Wait() (*os.ProcessState, error) {
 	return ps, err
 }
 
-// Signal sends sig to the process. On Linux with a pidfd it is immune to pid
-// reuse (pidfd_send_signal); elsewhere it goes through os.Process.Signal. A
-// process that has been reaped gives os.ErrProcessDone.
+// Signal sends sig to the process. On the pidfd path it is immune to pid
+// reuse (pidfd_send_signal on the Watcher's own pidfd); elsewhere it goes
+// through os.Process.Signal, which on Linux uses the runtime's pidfd when
+// it has one. A process that has been reaped gives os.ErrProcessDone; a
+// zombie not yet reaped takes the signal and ignores it.
 func (w *Watcher) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if sig == nil || !ok {

@@ -82,8 +82,10 @@ var _ poll.Evented = (*Watcher)(nil)
 // counts once.
 //
 // From the moment New returns until the last Watcher of a signal is closed,
-// the signal no longer takes its default action (for SIGINT or SIGTERM,
-// ending the program): it is delivered to the Watchers, through os/signal.
+// the signal no longer takes its default action in a Go program (for
+// SIGINT, SIGTERM or SIGHUP, ending it; for SIGUSR1, SIGUSR2 or SIGWINCH,
+// nothing): it is delivered to the Watchers, through os/signal. SIGURG is
+// also the runtime's preemption signal: a Watcher of it counts those too.
 // When no Watcher watches it any more, the library stops asking os/signal
 // for it, and, unless the program itself asked for it with signal.Notify,
 // the default action comes back, as signal.Stop documents. The library

@@ -15,10 +15,12 @@ import (
 
 // readmeImports are what README.md's Go examples use, in one program.
 var readmeImports = []string{
-	"context", "errors", "fmt", "log", "time",
+	"context", "errors", "fmt", "log", "os/exec", "syscall", "time",
 	"github.com/unipoll/unipoll/channel",
+	"github.com/unipoll/unipoll/child",
 	"github.com/unipoll/unipoll/eventloop",
 	"github.com/unipoll/unipoll/poll",
+	"github.com/unipoll/unipoll/signal",
 	"github.com/unipoll/unipoll/socket",
 	"github.com/unipoll/unipoll/timer",
 }
@@ -32,8 +34,8 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(readme, -1)
-	if len(blocks) < 3 {
-		t.Fatalf("README.md has %d Go blocks, want the short example, the channel and the timer ones", len(blocks))
+	if len(blocks) < 4 {
+		t.Fatalf("README.md has %d Go blocks, want the short example, the channel, the timer and the signal and child ones", len(blocks))
 	}
 	var src strings.Builder
 	src.WriteString("package main\n\nimport (\n")
@@ -66,14 +68,17 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("go run of README.md's examples: %v\n%s\nprogram:\n%s", err, stderr.String(), src.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 9 {
-		t.Fatalf("got %d lines, want 9:\n%s", len(lines), stdout.String())
+	if len(lines) != 12 {
+		t.Fatalf("got %d lines, want 12:\n%s", len(lines), stdout.String())
 	}
 	first := slices.Clone(lines[:2])
 	slices.Sort(first)
 	// "1 Readable and 2 Readable, then 3 Readable 50ms later", then "a, b,
-	// c", then "sooner, then later", then the event loop's "echo".
-	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c", "sooner", "later", "echo"}
+	// c", then "sooner, then later", then the signal, the child's status
+	// read without reaping and what cmd.Wait returned, then the event
+	// loop's "echo".
+	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c", "sooner", "later",
+		"user defined signal 1", "signal: terminated", "signal: terminated", "echo"}
 	got := append(first, lines[2:]...)
 	if !slices.Equal(got, want) {
 		t.Fatalf("output:\n%s\nwant (first two in either order):\n%s", stdout.String(), strings.Join(want, "\n"))
