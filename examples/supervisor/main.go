@@ -6,8 +6,8 @@
 // to its children and exits once they have, and reports every exit status.
 //
 // Everything it waits for comes back from one Poll call: a signal.Watcher
-// for SIGTERM and SIGINT, a child.Watcher per running command, and a
-// Registration per command whose DelayReadiness is the back-off timer.
+// for SIGTERM and SIGINT, a child.Watcher per running command, and one
+// timer.Timer whose values are the commands due for a restart.
 //
 // Each argument is run with /bin/sh -c; start it with exec when it is one
 // program, so that the signals the supervisor forwards reach that program

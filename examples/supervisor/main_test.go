@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,17 +19,33 @@ import (
 	"go.uber.org/goleak"
 )
 
-// asMain makes a re-executed test binary run the supervisor's main with the
-// arguments after "--", so the tests can signal a real supervisor process.
-const asMain = "UNIPOLL_SUPERVISOR_MAIN"
+// binary is the supervisor, built by TestMain with go build, so that the
+// tests run and signal the real command.
+var binary string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asMain) == "1" {
-		os.Args = append([]string{"supervisor"}, os.Args[2:]...) // drop -test.run=^$
-		main()
-		os.Exit(0)
+	dir, err := os.MkdirTemp("", "supervisor-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	goleak.VerifyTestMain(m)
+	binary = filepath.Join(dir, "supervisor")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "go build of the supervisor:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 const deadline = 20 * time.Second
@@ -42,8 +59,7 @@ type supervisorProc struct {
 
 func startSupervisor(t *testing.T, args ...string) *supervisorProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, args...)...)
-	cmd.Env = append(os.Environ(), asMain+"=1")
+	cmd := exec.Command(binary, args...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -154,4 +170,39 @@ func TestUsage(t *testing.T) {
 	err := s.cmd.Wait()
 	require.Error(t, err)
 	require.Equal(t, 2, s.cmd.ProcessState.ExitCode())
+}
+
+// Short commands restarted over and over, then SIGTERM at a moment nobody
+// chose (a command may be running, exiting or waiting for its back-off):
+// the supervisor exits with status 0, every process it started has its
+// exit reported exactly once with its own status (or death by the
+// SIGTERM), and none is left behind.
+func TestShortCommandsThenSIGTERM(t *testing.T) {
+	s := startSupervisor(t, "-backoff", "5ms", "-max-backoff", "10ms", "exit 0", "exec sleep 0.05", "exit 7")
+	for left := map[string]bool{"1": true, "2": true, "3": true}; len(left) > 0; {
+		delete(left, s.waitLine(t, `\[(\d)\] restart 3 in`)[1])
+	}
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	out := s.finish(t)
+
+	started := regexp.MustCompile(`\[(\d)\] started pid (\d+)`).FindAllStringSubmatch(out, -1)
+	exited := regexp.MustCompile(`\[(\d)\] pid (\d+) exited: (exit status \d+|signal: \w+) after`).FindAllStringSubmatch(out, -1)
+	require.GreaterOrEqual(t, len(started), 9, out)
+	reports := map[string]int{}
+	for _, m := range exited {
+		reports[m[1]+" "+m[2]]++
+		// Each ends on its own, or by the forwarded SIGTERM if that
+		// reached it first (even an "exit 7" shell can be caught before
+		// it runs its command).
+		code := map[string]string{"1": "0", "2": "0", "3": "7"}[m[1]]
+		require.Regexp(t, "^(exit status "+code+"|signal: terminated)$", m[3], "task %s, pid %s: %s", m[1], m[2], out)
+	}
+	for _, m := range started {
+		require.Equal(t, 1, reports[m[1]+" "+m[2]], "task %s, pid %s: exits reported\n%s", m[1], m[2], out)
+		_, err := os.Stat("/proc/" + m[2])
+		require.True(t, os.IsNotExist(err), "child %s still exists (a zombie, or alive)", m[2])
+	}
+	require.Len(t, exited, len(started), out)
+	require.Contains(t, out, "got terminated; forwarded to", out)
+	require.True(t, strings.HasSuffix(out, "supervisor: all commands are done"), out)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/unipoll/unipoll/child"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/signal"
+	"github.com/unipoll/unipoll/timer"
 )
 
 // config is the supervisor's command-line flags.
@@ -22,12 +23,14 @@ type config struct {
 	maxRestarts                 int // -1: no limit
 }
 
-// Tokens: one for the signals, then two per command: its child Watcher and
-// its back-off timer.
-const sigToken poll.Token = 1
+// Tokens: one for the signals, one for the back-off timer, then one per
+// command for its child Watcher.
+const (
+	sigToken   poll.Token = 1
+	timerToken poll.Token = 2
+)
 
-func childToken(i int) poll.Token { return poll.Token(2 + 2*i) }
-func timerToken(i int) poll.Token { return poll.Token(3 + 2*i) }
+func childToken(i int) poll.Token { return poll.Token(3 + i) }
 
 // task is one command line and its current process, if any.
 type task struct {
@@ -38,10 +41,9 @@ type task struct {
 	started  time.Time
 	restarts int
 	delay    time.Duration // the next back-off
+	restart  timer.Timeout // the scheduled restart, while waiting
 	waiting  bool          // a restart is scheduled on the timer
 	done     bool          // given up, or stopped by a signal
-	timer    *poll.Registration
-	timerSet *poll.SetReadiness
 }
 
 // supervisor owns the Poll and everything registered with it; one goroutine
@@ -51,6 +53,7 @@ type supervisor struct {
 	out      io.Writer
 	p        *poll.Poll
 	sigs     *signal.Watcher
+	backoff  *timer.Timer[int] // restarts due, as task indexes
 	tasks    []*task
 	stopping bool
 }
@@ -77,15 +80,18 @@ func run(commands []string, cfg config, out io.Writer) error {
 	if err := p.Register(sigs, sigToken, poll.Readable, poll.Edge); err != nil {
 		return err
 	}
-	s := &supervisor{cfg: cfg, out: out, p: p, sigs: sigs}
+	backoff, err := timer.New[int]()
+	if err != nil {
+		return err
+	}
+	defer backoff.Close()
+	if err := p.Register(backoff, timerToken, poll.Readable, poll.Edge); err != nil {
+		return err
+	}
+	s := &supervisor{cfg: cfg, out: out, p: p, sigs: sigs, backoff: backoff}
 	defer s.cleanup()
 	for i, c := range commands {
-		t := &task{n: i + 1, command: c, delay: cfg.backoff}
-		t.timer, t.timerSet = poll.NewRegistration()
-		if err := p.Register(t.timer, timerToken(i), poll.Readable, poll.Edge); err != nil {
-			return err
-		}
-		s.tasks = append(s.tasks, t)
+		s.tasks = append(s.tasks, &task{n: i + 1, command: c, delay: cfg.backoff})
 		s.start(i)
 	}
 	events := poll.NewEvents(64)
@@ -94,13 +100,17 @@ func run(commands []string, cfg config, out io.Writer) error {
 			return err
 		}
 		for ev := range events.All() {
-			switch {
-			case ev.Token == sigToken:
+			switch ev.Token {
+			case sigToken:
 				s.signalled()
-			case ev.Token%2 == 0:
-				s.exited(int(ev.Token-2) / 2)
+			case timerToken:
+				// Edge: take every restart that is due; the next one
+				// makes a new event.
+				for i := range s.backoff.Drain() {
+					s.restartDue(i)
+				}
 			default:
-				s.restart(int(ev.Token-3) / 2)
+				s.exited(int(ev.Token - childToken(0)))
 			}
 		}
 	}
@@ -171,24 +181,24 @@ func (s *supervisor) exited(i int) {
 			t.delay = s.cfg.backoff
 		}
 		s.say("[%d] restart %d in %v", t.n, t.restarts+1, t.delay)
-		if err := t.timerSet.DelayReadiness(poll.Readable, t.delay); err != nil {
+		to, err := s.backoff.Set(t.delay, i)
+		if err != nil {
 			s.say("[%d] back-off timer: %v; giving up", t.n, err)
 			t.done = true
 			return
 		}
-		t.waiting = true
+		t.restart, t.waiting = to, true
 		t.delay = min(2*t.delay, s.cfg.maxBackoff)
 	}
 }
 
-// restart starts task i again when its back-off timer fires.
-func (s *supervisor) restart(i int) {
+// restartDue starts task i again when its back-off has expired.
+func (s *supervisor) restartDue(i int) {
 	t := s.tasks[i]
-	_ = t.timerSet.UnsetReadiness(poll.Readable)
 	if !t.waiting || s.stopping {
-		return
+		return // cancelled by a signal, which may race the expiry
 	}
-	t.waiting = false
+	t.waiting, t.restart = false, timer.Timeout{}
 	t.restarts++
 	s.start(i)
 }
@@ -203,7 +213,7 @@ func (s *supervisor) signalled() {
 		for _, t := range s.tasks {
 			if t.waiting {
 				t.waiting, t.done = false, true
-				_ = t.timerSet.UnsetReadiness(poll.Readable) // cancels the back-off
+				s.backoff.Cancel(t.restart) // false if it expired meanwhile: restartDue ignores it
 			}
 			if t.w != nil {
 				running++
@@ -226,8 +236,7 @@ func (s *supervisor) finished() bool {
 	return true
 }
 
-// cleanup kills and reaps what still runs after an error, and releases the
-// timers.
+// cleanup kills and reaps what still runs after an error.
 func (s *supervisor) cleanup() {
 	for _, t := range s.tasks {
 		if t.w != nil {
@@ -235,6 +244,5 @@ func (s *supervisor) cleanup() {
 			_ = t.cmd.Process.Kill()
 			_ = t.cmd.Wait()
 		}
-		_ = t.timer.Close()
 	}
 }
