@@ -145,6 +145,14 @@ func TestModes(t *testing.T) {
 		// Interest without Readable: never reported.
 		require.NoError(t, p.Reregister(wlate, 7, poll.Writable, poll.Level))
 		expectNoEvent(t, p, 7)
+		require.ErrorIs(t, p.Register(wlate, 8, poll.Readable, poll.Level), poll.ErrAlreadyRegistered)
+		require.NoError(t, p.Reregister(wlate, 8, poll.Readable|poll.Writable, poll.Level))
+		require.Equal(t, poll.Readable, pollOnce(t, p, 0)[8], "Readable back in the interest: reported")
+		require.NoError(t, p.Deregister(wlate))
+		require.NoError(t, p.Register(wlate, 9, poll.Writable|poll.Hup, poll.Edge))
+		expectNoEvent(t, p, 9)
+		require.NoError(t, p.Deregister(wlate))
+		require.ErrorIs(t, p.Deregister(wlate), poll.ErrNotRegistered)
 	})
 }
 
