@@ -3,7 +3,6 @@
 package child
 
 import (
-	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unipoll/unipoll/internal/sigrelay"
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -21,7 +21,7 @@ import (
 // and no goroutine (the relay) remain. The SIGCHLD path holds one relay
 // goroutine while any of its Watchers lives, however many there are.
 func TestNoLeak(t *testing.T) {
-	before := openFds(t)
+	before := testsupport.OpenFds(t)
 	p := newPoll(t)
 	for _, pa := range paths {
 		var ws []*Watcher
@@ -58,12 +58,5 @@ func TestNoLeak(t *testing.T) {
 	}
 	require.NoError(t, p.Close())
 	goleak.VerifyNone(t)
-	require.Equal(t, before, openFds(t), "descriptors before and after")
-}
-
-func openFds(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	return len(ents)
+	require.Equal(t, before, testsupport.OpenFds(t), "descriptors before and after")
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -139,14 +139,12 @@ func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
 	require.False(t, ok, "token %d reported (%s), expected nothing", tok, r)
 }
 
+// waitFor waits until cond holds (testsupport.Eventually: yielding
+// between looks, never sleeping), and fails the test after eventWait.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			require.FailNow(t, "timeout", "waiting for %s", what)
-		}
-		runtime.Gosched()
+	if !testsupport.Eventually(eventWait, cond) {
+		require.FailNow(t, "timeout", "waiting %v for %s", eventWait, what)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unipoll/unipoll/internal/sigrelay"
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -19,7 +20,7 @@ import (
 // leave no relay goroutine and no descriptor behind, and the relay runs one
 // goroutine per watched signal while they live, not one per Watcher.
 func TestNoLeak(t *testing.T) {
-	fdsBefore := openFds(t)
+	fdsBefore := testsupport.OpenFds(t)
 	sigs := []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
 	var ws []*Watcher
 	var ps []*poll.Poll
@@ -48,15 +49,5 @@ func TestNoLeak(t *testing.T) {
 	}
 	require.Zero(t, sigrelay.Active())
 	goleak.VerifyNone(t)
-	require.Equal(t, fdsBefore, openFds(t), "open descriptors before and after")
-}
-
-func openFds(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if os.IsNotExist(err) {
-		t.Skip("no /proc/self/fd on this system")
-	}
-	require.NoError(t, err)
-	return len(ents)
+	require.Equal(t, fdsBefore, testsupport.OpenFds(t), "open descriptors before and after")
 }
