@@ -5,9 +5,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/unipoll/unipoll/poll"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newPoll(t *testing.T) *poll.Poll {
 	t.Helper()
