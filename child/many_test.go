@@ -20,10 +20,11 @@ const manyChildren = 1000
 // A thousand children exit together (they all read one pipe, whose write
 // end is closed at once). Every exit is reported exactly once; each
 // Watcher's status is its child's; each child is still a zombie when its
-// owner's cmd.Wait() reaps it, which returns that same status; an unwatched
-// exec.Cmd started alongside, with a goroutine blocked in its cmd.Wait()
-// from the start, gets its own status; and no zombie is left (checked in
-// /proc).
+// owner's cmd.Wait() reaps it, which returns that same status; two
+// unwatched exec.Cmds started alongside get their own status, one with a
+// goroutine blocked in its cmd.Wait() from the start, the other reaped
+// only at the end (a zombie until then: nobody else reaped it); and no
+// zombie is left (checked in /proc).
 func TestThousandChildren(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
 		p := newPoll(t)
@@ -45,6 +46,9 @@ func TestThousandChildren(t *testing.T) {
 		unwatched := startOne(7)
 		unwatchedDone := make(chan error, 1)
 		go func() { unwatchedDone <- unwatched.Wait() }()
+		// Another, whose owner only reaps at the end: it must still be
+		// there to reap (nothing here waits for pids it does not watch).
+		unwatchedLate := startOne(9)
 
 		cmds := make([]*exec.Cmd, manyChildren)
 		ws := make([]*Watcher, manyChildren)
@@ -95,6 +99,11 @@ func TestThousandChildren(t *testing.T) {
 			t.Fatal("the unwatched command's cmd.Wait() did not return")
 		}
 		require.Equal(t, 7, unwatched.ProcessState.ExitCode(), "the unwatched command's own status")
+		// It exits with the others; once it has, nobody but its owner may
+		// take it out of the zombie state.
+		waitFor(t, "the late-reaped unwatched command to be a zombie", func() bool { return procState(unwatchedLate.Process.Pid) == "Z" })
+		require.Error(t, unwatchedLate.Wait())
+		require.Equal(t, 9, unwatchedLate.ProcessState.ExitCode(), "the late-reaped unwatched command's own status")
 		require.Empty(t, zombieChildren(t), "zombies left")
 	})
 }
