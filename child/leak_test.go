@@ -3,7 +3,9 @@
 package child
 
 import (
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -58,5 +60,24 @@ func TestNoLeak(t *testing.T) {
 	}
 	require.NoError(t, p.Close())
 	goleak.VerifyNone(t)
-	require.Equal(t, before, testsupport.OpenFds(t), "descriptors before and after")
+	requireFdsBack(t, before)
+}
+
+// requireFdsBack fails unless the process's open descriptors come back to
+// before within the usual deadline: a leaked descriptor stays, while one
+// that something else in the process holds for a moment goes. 1 run in 200
+// under -race with CPU burners saw two more descriptors at the first look
+// (which ones was not recorded), so the failure now lists what is open.
+func requireFdsBack(t *testing.T, before int) {
+	t.Helper()
+	if testsupport.Eventually(eventWait, func() bool { return testsupport.OpenFds(t) == before }) {
+		return
+	}
+	var open []string
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		open = append(open, e.Name()+" -> "+target)
+	}
+	require.Equal(t, before, testsupport.OpenFds(t), "descriptors before and after; open now:\n%s", strings.Join(open, "\n"))
 }
