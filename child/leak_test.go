@@ -3,9 +3,7 @@
 package child
 
 import (
-	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -13,7 +11,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unipoll/unipoll/internal/sigrelay"
-	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -23,7 +20,7 @@ import (
 // and no goroutine (the relay) remain. The SIGCHLD path holds one relay
 // goroutine while any of its Watchers lives, however many there are.
 func TestNoLeak(t *testing.T) {
-	before := testsupport.OpenFds(t)
+	before := anonFds(t)
 	p := newPoll(t)
 	for _, pa := range paths {
 		var ws []*Watcher
@@ -60,24 +57,5 @@ func TestNoLeak(t *testing.T) {
 	}
 	require.NoError(t, p.Close())
 	goleak.VerifyNone(t)
-	requireFdsBack(t, before)
-}
-
-// requireFdsBack fails unless the process's open descriptors come back to
-// before within the usual deadline: a leaked descriptor stays, while one
-// that something else in the process holds for a moment goes. 1 run in 200
-// under -race with CPU burners saw two more descriptors at the first look
-// (which ones was not recorded), so the failure now lists what is open.
-func requireFdsBack(t *testing.T, before int) {
-	t.Helper()
-	if testsupport.Eventually(eventWait, func() bool { return testsupport.OpenFds(t) == before }) {
-		return
-	}
-	var open []string
-	ents, _ := os.ReadDir("/proc/self/fd")
-	for _, e := range ents {
-		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
-		open = append(open, e.Name()+" -> "+target)
-	}
-	require.Equal(t, before, testsupport.OpenFds(t), "descriptors before and after; open now:\n%s", strings.Join(open, "\n"))
+	requireAnonFdsBack(t, before)
 }

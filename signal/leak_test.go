@@ -11,7 +11,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unipoll/unipoll/internal/sigrelay"
-	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -20,7 +19,7 @@ import (
 // leave no relay goroutine and no descriptor behind, and the relay runs one
 // goroutine per watched signal while they live, not one per Watcher.
 func TestNoLeak(t *testing.T) {
-	fdsBefore := testsupport.OpenFds(t)
+	fdsBefore := anonFds(t)
 	sigs := []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
 	var ws []*Watcher
 	var ps []*poll.Poll
@@ -49,8 +48,5 @@ func TestNoLeak(t *testing.T) {
 	}
 	require.Zero(t, sigrelay.Active())
 	goleak.VerifyNone(t)
-	// A leaked descriptor stays; one held for a moment by something else
-	// in the process for a moment goes (see child's requireFdsBack).
-	testsupport.Eventually(eventWait, func() bool { return testsupport.OpenFds(t) == fdsBefore })
-	require.Equal(t, fdsBefore, testsupport.OpenFds(t), "open descriptors before and after")
+	requireAnonFdsBack(t, fdsBefore)
 }
