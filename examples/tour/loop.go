@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/unipoll/unipoll/channel"
+	"github.com/unipoll/unipoll/child"
 	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
+	"github.com/unipoll/unipoll/signal"
 	"github.com/unipoll/unipoll/socket"
 	"github.com/unipoll/unipoll/timer"
 )
@@ -29,7 +33,7 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child"}
 	seen := map[string]bool{}
 	heard := func(l *eventloop.Loop, kind, what string) {
 		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
@@ -124,6 +128,53 @@ func loopTour(out io.Writer) error {
 	}
 	say("Asked the Loop to run a function in 30ms (AfterFunc).")
 
+	// 8. A signal: SIGUSR2, which the process sends itself below.
+	sigs, err := signal.New(syscall.SIGUSR2)
+	if err != nil {
+		return err
+	}
+	if _, err := l.Add(sigs, poll.Readable, poll.Edge, closer{sigs, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		for sig, ok := sigs.Next(); ok; sig, ok = sigs.Next() {
+			heard(l, "signal", fmt.Sprintf("%v", sig))
+		}
+		return eventloop.Keep
+	})}); err != nil {
+		return err
+	}
+	say("Added a signal Watcher for SIGUSR2.")
+
+	// 9. A child process: its Watcher reports the exit without reaping, so
+	// the handler reaps it as its owner, and cmd.Wait returns at once.
+	cmd := exec.Command("/bin/sh", "-c", "exit 4")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		if cmd.ProcessState == nil { // the loop stopped before the exit was handled
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	exits, err := child.WatchCmd(cmd)
+	if err != nil {
+		return err
+	}
+	if _, err := l.Add(exits, poll.Readable, poll.Edge, closer{exits, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		st, err := exits.Status()
+		if err != nil {
+			return eventloop.Keep // not exited yet
+		}
+		_ = cmd.Wait()
+		heard(l, "child", fmt.Sprintf("pid %d %v; reaped by cmd.Wait", st.Pid(), st))
+		return eventloop.Remove
+	})}); err != nil {
+		return err
+	}
+	say("Started `sh -c 'exit 4'` and added a Watcher for its exit.")
+
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
+		return err
+	}
 	go func() {
 		_, _ = b.Write([]byte("hello through the kernel"))
 		_ = tx.Send("hello through a channel")
@@ -131,7 +182,7 @@ func loopTour(out io.Writer) error {
 		// 7. Work posted from another goroutine runs on the loop.
 		_ = l.Post(func(l *eventloop.Loop) { heard(l, "Post", "a function from another goroutine, run on the loop") })
 	}()
-	say("A goroutine writes to the socket, sends on the channel, sets the Registration and posts a function.\n")
+	say("Sent SIGUSR2 to ourselves. A goroutine writes to the socket, sends on the channel, sets the Registration and posts a function.\n")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -18,6 +18,9 @@ func TestLoopTour(t *testing.T) {
 		`timer: "a timeout set on a Timer" expired`,
 		"AfterFunc: run by the Loop's timer",
 		"Post: a function from another goroutine",
+		"signal: user defined signal 2",
+		"child: pid ",
+		"exit status 4; reaped by cmd.Wait",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())
