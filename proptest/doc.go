@@ -56,12 +56,17 @@
 // pipe, with the writer's writes and close), model_registration.go
 // (SetReadiness, UnsetReadiness, DelayReadiness with its window "no earlier
 // than the delay, at most one tick late", Close), model_channel.go (Send,
-// TrySend, TryRecv, Drain, Clone and Close of Senders, Receiver Close) and
+// TrySend, TryRecv, Drain, Clone and Close of Senders, Receiver Close),
 // model_timer.go (Set with the same window, Cancel, Poll, Drain, Close;
 // Stats, exact between Poll calls, tells how many timeouts fired when the
-// window leaves it open). A kind implements the kind and impl interfaces
-// of model.go and registers itself from init; adding signals or child
-// processes is adding one file.
+// window leaves it open), model_signal.go (signals raised at the process,
+// Watchers of overlapping sets each counting every one, Next, Drain,
+// Close) and model_child.go (children that exit, are killed, stopped and
+// continued, on the pidfd and the SIGCHLD paths; Status, Close). A kind
+// implements the kind and impl interfaces of model.go and registers itself
+// from init; a new kind of source is one more file. The event loop is
+// modelled on top, in model_loop.go: handler actions and removal as
+// operations of a Loop driven by RunOnce.
 //
 // # The properties
 //
