@@ -43,8 +43,14 @@ func TestRunOnce(t *testing.T) {
 	require.Equal(t, 3, rec.count())
 	require.Equal(t, uint64(3), l.Stats().Calls)
 
-	r := start(t, l, nil)
-	eventually(t, "Run to be active", func() bool { return l.RunOnce(0, nil) == ErrRunning })
+	// Run is active once it has made an iteration (a posted function wakes
+	// it). Calling RunOnce to find out would race with Run's start: a
+	// RunOnce in progress makes that Run return ErrRunning.
+	ran := &tickCounter{}
+	r := start(t, l, ran)
+	require.NoError(t, l.Post(func(*Loop) {}))
+	eventually(t, "Run's first iteration", func() bool { return ran.ticks.Load() > 0 })
+	require.ErrorIs(t, l.RunOnce(0, nil), ErrRunning)
 	require.NoError(t, r.stop(t))
 	l.Shutdown()
 	require.NoError(t, l.RunOnce(-1, nil), "after Shutdown RunOnce returns at once")
