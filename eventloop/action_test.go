@@ -74,7 +74,7 @@ type regSource struct {
 	set *poll.SetReadiness
 }
 
-func newRegSource(t *testing.T) regSource {
+func newRegSource(t testing.TB) regSource {
 	reg, set := poll.NewRegistration()
 	t.Cleanup(func() { _ = reg.Close() })
 	return regSource{reg, set}
