@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -87,30 +88,16 @@ func watchOn(t testing.TB, cmd *exec.Cmd, pa path) *Watcher {
 	return w
 }
 
+// pollOnce, waitEvent and expectNoEvent are internal/polltest's, with this
+// package's waits.
 func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
 	t.Helper()
-	ev := poll.NewEvents(64)
-	_, err := p.Poll(ev, timeout)
-	require.NoError(t, err)
-	got := map[poll.Token]poll.Ready{}
-	for e := range ev.All() {
-		_, dup := got[e.Token]
-		require.False(t, dup, "token %d reported twice in one Poll call", e.Token)
-		got[e.Token] = e.Ready
-	}
-	return got
+	return polltest.PollOnce(t, p, timeout)
 }
 
 func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
 	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for time.Now().Before(deadline) {
-		if r, ok := pollOnce(t, p, time.Until(deadline))[tok]; ok {
-			return r
-		}
-	}
-	require.FailNow(t, "no event", "token %d not reported within %v", tok, eventWait)
-	return 0
+	return polltest.WaitEvent(t, p, tok, eventWait)
 }
 
 // waitEvents polls until every token in toks has been reported, and fails
@@ -136,8 +123,7 @@ func waitEvents(t testing.TB, p *poll.Poll, toks ...poll.Token) {
 
 func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
 	t.Helper()
-	r, ok := pollOnce(t, p, noEventWait)[tok]
-	require.False(t, ok, "token %d reported (%s), expected nothing", tok, r)
+	polltest.ExpectNoEvent(t, p, tok, noEventWait)
 }
 
 // waitFor waits until cond holds (testsupport.Eventually: yielding

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -51,40 +52,21 @@ func raise(t testing.TB, sig syscall.Signal) {
 	require.NoError(t, syscall.Kill(syscall.Getpid(), sig))
 }
 
-// pollOnce makes one Poll call and returns what it reported, by token; it
-// fails on a token reported twice (rule 1).
+// pollOnce, waitEvent and expectNoEvent are internal/polltest's, with this
+// package's waits.
 func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
 	t.Helper()
-	ev := poll.NewEvents(16)
-	_, err := p.Poll(ev, timeout)
-	require.NoError(t, err)
-	got := map[poll.Token]poll.Ready{}
-	for e := range ev.All() {
-		_, dup := got[e.Token]
-		require.False(t, dup, "token %d reported twice in one Poll call", e.Token)
-		got[e.Token] = e.Ready
-	}
-	return got
+	return polltest.PollOnce(t, p, timeout)
 }
 
-// waitEvent polls until tok is reported and returns its readiness.
 func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
 	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for time.Now().Before(deadline) {
-		if r, ok := pollOnce(t, p, time.Until(deadline))[tok]; ok {
-			return r
-		}
-	}
-	require.FailNow(t, "no event", "token %d not reported within %v", tok, eventWait)
-	return 0
+	return polltest.WaitEvent(t, p, tok, eventWait)
 }
 
-// expectNoEvent asserts that a Poll call of noEventWait does not report tok.
 func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
 	t.Helper()
-	r, ok := pollOnce(t, p, noEventWait)[tok]
-	require.False(t, ok, "token %d reported (%s), expected nothing", tok, r)
+	polltest.ExpectNoEvent(t, p, tok, noEventWait)
 }
 
 // waitFor waits until cond holds (testsupport.Eventually: yielding
