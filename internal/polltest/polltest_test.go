@@ -17,9 +17,11 @@ type recorder struct {
 	msg    string
 }
 
-func (r *recorder) Errorf(format string, args ...any) { r.failed, r.msg = true, fmt.Sprintf(format, args...) }
-func (r *recorder) FailNow()                          { r.failed = true; panic(r) }
-func (r *recorder) Helper()                           {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+}
+func (r *recorder) FailNow() { r.failed = true; panic(r) }
+func (r *recorder) Helper()  {}
 
 // fails runs f with a recorder and reports whether it failed.
 func fails(f func(t TB)) (failed bool) {
