@@ -11,7 +11,6 @@ package child
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -191,36 +190,4 @@ func requireSameStatus(t testing.TB, st ExitStatus, ps *os.ProcessState) {
 	require.Equal(t, ps.Exited(), st.Exited())
 	require.Equal(t, ps.Success(), st.Success())
 	require.Equal(t, ps.String(), st.String())
-}
-
-// anonFds counts the process's descriptors by kind, for the kinds this
-// package and the Poll open: anonymous inodes (pidfds, epoll instances,
-// eventfds). Leak tests compare them rather than the total: under -race,
-// one run in 200 found a pipe at descriptor 251 and a /dev/null opened in
-// the middle of a test by something else in the process, which looks like
-// the sanitizer runtime's high-numbered pipes for an external symbolizer,
-// and kept them. Skips where /proc/self/fd does not exist.
-func anonFds(t testing.TB) map[string]int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if os.IsNotExist(err) {
-		t.Skip("no /proc/self/fd on this system: cannot tell descriptors apart")
-	}
-	require.NoError(t, err)
-	kinds := map[string]int{}
-	for _, e := range ents {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err == nil && strings.HasPrefix(target, "anon_inode:") {
-			kinds[target]++
-		}
-	}
-	return kinds
-}
-
-// requireAnonFdsBack fails unless the descriptors anonFds counts come back
-// to before within eventWait (one closed by a finalizer may take a moment).
-func requireAnonFdsBack(t testing.TB, before map[string]int) {
-	t.Helper()
-	testsupport.Eventually(eventWait, func() bool { return maps.Equal(before, anonFds(t)) })
-	require.Equal(t, before, anonFds(t), "pidfds, epoll instances and eventfds before and after")
 }

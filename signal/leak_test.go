@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/unipoll/unipoll/internal/sigrelay"
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -23,9 +24,9 @@ func TestNoLeak(t *testing.T) {
 	// epoll and eventfd, at the first timer or pollable file): a first
 	// round makes sure they exist before the baseline is taken.
 	noLeakRound(t)
-	before := anonFds(t)
+	before := testsupport.AnonFds(t)
 	noLeakRound(t)
-	requireAnonFdsBack(t, before)
+	testsupport.RequireAnonFdsBack(t, before, eventWait)
 }
 
 func noLeakRound(t *testing.T) {

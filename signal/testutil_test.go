@@ -11,9 +11,7 @@ package signal
 // time.Sleep.
 
 import (
-	"maps"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,36 +74,4 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	if !testsupport.Eventually(eventWait, cond) {
 		require.FailNow(t, "timeout", "waiting %v for %s", eventWait, what)
 	}
-}
-
-// anonFds counts the process's descriptors by kind, for the kinds this
-// package and the Poll open: anonymous inodes (pidfds, epoll instances,
-// eventfds). Leak tests compare them rather than the total: under -race,
-// one run in 200 found a pipe at descriptor 251 and a /dev/null opened in
-// the middle of a test by something else in the process, which looks like
-// the sanitizer runtime's high-numbered pipes for an external symbolizer,
-// and kept them. Skips where /proc/self/fd does not exist.
-func anonFds(t testing.TB) map[string]int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if os.IsNotExist(err) {
-		t.Skip("no /proc/self/fd on this system: cannot tell descriptors apart")
-	}
-	require.NoError(t, err)
-	kinds := map[string]int{}
-	for _, e := range ents {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err == nil && strings.HasPrefix(target, "anon_inode:") {
-			kinds[target]++
-		}
-	}
-	return kinds
-}
-
-// requireAnonFdsBack fails unless the descriptors anonFds counts come back
-// to before within eventWait (one closed by a finalizer may take a moment).
-func requireAnonFdsBack(t testing.TB, before map[string]int) {
-	t.Helper()
-	testsupport.Eventually(eventWait, func() bool { return maps.Equal(before, anonFds(t)) })
-	require.Equal(t, before, anonFds(t), "pidfds, epoll instances and eventfds before and after")
 }
