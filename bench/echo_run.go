@@ -45,10 +45,33 @@ func sizeText(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// syscallCount is strace -c's summary of a run.
+// syscallCount is a run's system calls: the total, and by name (strace:
+// every call; perf stat: the calls of perfCalls).
 type syscallCount struct {
 	Total  uint64
 	ByName map[string]uint64
+}
+
+// perfCalls are the system calls perf stat counts by name, beside the
+// total: what an echo server's loop and the Go runtime's threads make.
+// Those whose tracepoint this kernel lacks are left out.
+var perfCalls = []string{"read", "write", "readv", "writev", "recvfrom", "sendto",
+	"epoll_wait", "epoll_pwait", "epoll_pwait2", "nanosleep", "clock_nanosleep",
+	"futex", "sched_yield", "tgkill"}
+
+// perfEvents is the -e list for perf stat: the total, and each of
+// perfCalls whose tracepoint exists.
+func perfEvents() string {
+	evs := []string{"raw_syscalls:sys_enter"}
+	for _, c := range perfCalls {
+		for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+			if _, err := os.Stat(filepath.Join(dir, "events/syscalls/sys_enter_"+c)); err == nil {
+				evs = append(evs, "syscalls:sys_enter_"+c)
+				break
+			}
+		}
+	}
+	return strings.Join(evs, ",")
 }
 
 // tail keeps the last bytes written to it, for error messages.
@@ -89,7 +112,7 @@ type syscallCounter int
 const (
 	countNone   syscallCounter = iota
 	countStrace                // strace -c -f: per call, but slows the server by 10x
-	countPerf                  // perf stat on raw_syscalls:sys_enter: the total only, at full speed
+	countPerf                  // perf stat on the syscall tracepoints: the total and the main calls, at full speed
 )
 
 // echoOnce measures start(cpu, port) under cfg's load for warmup+dur.
@@ -252,7 +275,7 @@ func startPerf(pid int, dir string) (*tracer, error) {
 		return nil, fmt.Errorf("%w: perf is not installed", errSkip)
 	}
 	out := filepath.Join(dir, fmt.Sprintf("perf-%d.txt", pid))
-	cmd := exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p", strconv.Itoa(pid), "-o", out)
+	cmd := exec.Command("perf", "stat", "-x", ",", "-e", perfEvents(), "-p", strconv.Itoa(pid), "-o", out)
 	var stderr tail
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -270,19 +293,37 @@ func startPerf(pid int, dir string) (*tracer, error) {
 	return t, nil
 }
 
-// parsePerfStat reads perf stat -x, output: "COUNT,,EVENT,...".
+// parsePerfStat reads perf stat -x, output: "COUNT,,EVENT,...", one line
+// per event; a call perf could not count ("<not counted>") is left out.
 func parsePerfStat(s string) (*syscallCount, error) {
+	out := &syscallCount{ByName: map[string]uint64{}}
+	total := false
 	for _, line := range strings.Split(s, "\n") {
 		f := strings.Split(line, ",")
-		if len(f) >= 3 && f[2] == "raw_syscalls:sys_enter" {
-			n, err := strconv.ParseUint(f[0], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("perf stat count %q: %v", f[0], err)
+		if len(f) < 3 {
+			continue
+		}
+		name, isCall := strings.CutPrefix(f[2], "syscalls:sys_enter_")
+		if f[2] != "raw_syscalls:sys_enter" && !isCall {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			if isCall {
+				continue
 			}
-			return &syscallCount{Total: n}, nil
+			return nil, fmt.Errorf("perf stat count %q: %v", f[0], err)
+		}
+		if isCall {
+			out.ByName[name] = n
+		} else {
+			out.Total, total = n, true
 		}
 	}
-	return nil, fmt.Errorf("no raw_syscalls:sys_enter count in perf stat output %q", s)
+	if !total {
+		return nil, fmt.Errorf("no raw_syscalls:sys_enter count in perf stat output %q", s)
+	}
+	return out, nil
 }
 
 // startStrace attaches strace -c -f to pid and returns once it has

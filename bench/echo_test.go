@@ -150,6 +150,15 @@ func TestEchoOncePerf(t *testing.T) {
 	perMsg := float64(sc.Total) / float64(res.AllMsgs)
 	require.GreaterOrEqual(t, perMsg, 1.7, "total %d for %d messages", sc.Total, res.AllMsgs)
 	require.LessOrEqual(t, perMsg, 3.3, "total %d for %d messages", sc.Total, res.AllMsgs)
+	// By call, where this kernel has the tracepoints: a read and a write
+	// per message, give or take the window's edges.
+	for _, call := range []string{"read", "write"} {
+		n, ok := sc.ByName[call]
+		if !ok {
+			continue
+		}
+		require.InDelta(t, 1.0, float64(n)/float64(res.AllMsgs), 0.3, "%s: %d for %d messages", call, n, res.AllMsgs)
+	}
 }
 
 func TestParsePerfStat(t *testing.T) {
@@ -157,6 +166,18 @@ func TestParsePerfStat(t *testing.T) {
 	s, err := parsePerfStat(out)
 	require.NoError(t, err)
 	require.Equal(t, uint64(12345), s.Total)
+	require.Empty(t, s.ByName)
 	_, err = parsePerfStat("<not supported>,,raw_syscalls:sys_enter,0,0,,\n")
 	require.Error(t, err)
+
+	// By call: counted calls join ByName, uncounted ones are left out.
+	out = "300,,raw_syscalls:sys_enter,3000000000,100.00,,\n" +
+		"100,,syscalls:sys_enter_read,3000000000,100.00,,\n" +
+		"<not counted>,,syscalls:sys_enter_futex,0,0.00,,\n" +
+		"120,,syscalls:sys_enter_write,3000000000,100.00,,\n"
+	s, err = parsePerfStat(out)
+	require.NoError(t, err)
+	require.Equal(t, uint64(300), s.Total)
+	require.Equal(t, map[string]uint64{"read": 100, "write": 120}, s.ByName)
+	require.Equal(t, "write 0.60, read 0.50", topCalls(s.ByName, 200))
 }

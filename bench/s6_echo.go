@@ -16,6 +16,7 @@ package main
 // barely move between servers; CPU per message is the fair figure.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -32,10 +33,12 @@ func init() {
 
 // echoStats collects one server's passes at one point.
 type echoStats struct {
-	rate, p99, cpu, switches Sample        // msgs/s, ns, ns/msg, switches/msg
-	sys                      *syscallCount // strace's breakdown
-	sysMsgs                  uint64        // messages in the strace run
-	perfSys                  Sample        // perf stat's total per message, at full speed
+	rate, p99, cpu, switches Sample            // msgs/s, ns, ns/msg, switches/msg
+	sys                      *syscallCount     // strace's breakdown
+	sysMsgs                  uint64            // messages in the strace run
+	perfSys                  Sample            // perf stat's total per message, at full speed
+	perfCalls                map[string]uint64 // perf stat's counts by call, summed over its passes
+	perfMsgs                 uint64            // messages in those passes
 }
 
 type echoKey struct {
@@ -201,6 +204,7 @@ func runEcho(r *Runner) (*Section, error) {
 						} else {
 							perMsg := float64(sc.Total) / float64(max(res.AllMsgs, 1))
 							stats[k].perfSys.add(perMsg)
+							stats[k].addPerfCalls(sc, res.AllMsgs)
 							r.logf("  %v perf pass %d/%d %-8s %.2f system calls per message", cfg, pass+1, passes, s.Name, perMsg)
 						}
 					}
@@ -317,10 +321,47 @@ func sysPerMsg(s *echoStats) Sample {
 	return Sample{Runs: []float64{float64(s.sys.Total) / float64(s.sysMsgs)}}
 }
 
+// addPerfCalls adds one perf pass's counts by call.
+func (s *echoStats) addPerfCalls(sc *syscallCount, msgs uint64) {
+	if s.perfCalls == nil {
+		s.perfCalls = map[string]uint64{}
+	}
+	for k, v := range sc.ByName {
+		s.perfCalls[k] += v
+	}
+	s.perfMsgs += msgs
+}
+
+// topCalls formats the busiest calls of byName per message, at most four,
+// leaving out those below 0.005 per message.
+func topCalls(byName map[string]uint64, msgs float64) string {
+	type kv struct {
+		name string
+		n    uint64
+	}
+	var calls []kv
+	for k, v := range byName {
+		calls = append(calls, kv{k, v})
+	}
+	slices.SortFunc(calls, func(a, b kv) int {
+		if a.n != b.n {
+			return cmp.Compare(b.n, a.n)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var parts []string
+	for _, c := range calls[:min(4, len(calls))] {
+		if float64(c.n)/msgs >= 0.005 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", c.name, float64(c.n)/msgs))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // syscallTable breaks system calls per message down by call.
 func (r *Runner) syscallTable(cfgs []echoConfig, names []string, stats map[echoKey]*echoStats) string {
 	var b strings.Builder
-	b.WriteString("System calls per message: in bold, counted by `perf stat -e raw_syscalls:sys_enter -p PID` over separate runs at full speed (median); after it, `strace -c -f -p PID` over one more short run, which slows the server about tenfold (so sysmon's nanosleep and futex calls weigh more there) but names the calls, the busiest first:\n\n")
+	b.WriteString("System calls per message: in bold, counted by `perf stat -e raw_syscalls:sys_enter -p PID` over separate runs at full speed (median), and after it, in parentheses, the busiest calls over those runs by their own tracepoints (`syscalls:sys_enter_NAME`, for " + strings.Join(perfCalls, ", ") + "); then `strace -c -f -p PID` over one more short run, which slows the server about tenfold (so sysmon's nanosleep and futex calls weigh more there) but names every call, the busiest first:\n\n")
 	fmt.Fprintf(&b, "| point | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
 	for _, cfg := range cfgs {
 		fmt.Fprintf(&b, "| %v |", cfg)
@@ -333,24 +374,13 @@ func (r *Runner) syscallTable(cfgs []echoConfig, names []string, stats map[echoK
 			msgs := float64(max(s.sysMsgs, 1))
 			perf := ""
 			if len(s.perfSys.Runs) > 0 {
-				perf = fmt.Sprintf("**%.2f** · ", s.perfSys.Median())
-			}
-			type kv struct {
-				name string
-				n    uint64
-			}
-			var calls []kv
-			for k, v := range s.sys.ByName {
-				calls = append(calls, kv{k, v})
-			}
-			slices.SortFunc(calls, func(a, b kv) int { return int(b.n) - int(a.n) })
-			var parts []string
-			for _, c := range calls[:min(4, len(calls))] {
-				if float64(c.n)/msgs >= 0.005 {
-					parts = append(parts, fmt.Sprintf("%s %.2f", c.name, float64(c.n)/msgs))
+				perf = fmt.Sprintf("**%.2f**", s.perfSys.Median())
+				if c := topCalls(s.perfCalls, float64(max(s.perfMsgs, 1))); c != "" {
+					perf += " (" + c + ")"
 				}
+				perf += " · "
 			}
-			fmt.Fprintf(&b, " %sstrace %.2f: %s |", perf, float64(s.sys.Total)/msgs, strings.Join(parts, ", "))
+			fmt.Fprintf(&b, " %sstrace %.2f: %s |", perf, float64(s.sys.Total)/msgs, topCalls(s.sys.ByName, msgs))
 		}
 		b.WriteString("\n")
 	}
