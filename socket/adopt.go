@@ -18,7 +18,10 @@ import (
 // Either way the descriptor is switched to non-blocking and close-on-exec.
 // O_NONBLOCK belongs to the open file description, which a duplicate
 // shares: the original, and any other duplicate, become non-blocking too,
-// as with net.FileConn.
+// as with net.FileConn. They must stay so while the socket is open: its
+// reads and writes of up to 64 KiB are raw system calls that count on not
+// blocking (rawio_linux.go), and one made on a description switched back
+// to blocking would hold its goroutine's processor until data came.
 
 // AdoptTCPConn takes ownership of fd, a connected (or connecting) TCP
 // socket. On error fd is left open and remains the caller's.

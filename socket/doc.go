@@ -78,6 +78,15 @@
 // descriptor is ever touched. Sockets have no finalizers: a socket that is
 // dropped without Close leaks its descriptor, as a raw descriptor would.
 //
+// Every socket's descriptor is non-blocking, and must stay so: on Linux,
+// reads and writes of up to 64 KiB are made as raw system calls, which
+// the Go runtime does not account as system calls (no hand-off of the
+// goroutine's processor, no work for the runtime's monitor), because they
+// cannot block. The Adopt and File functions switch an adopted descriptor
+// to non-blocking; code that switches its open file description back
+// (through a duplicate) would make such a read hold its goroutine's
+// processor until data came.
+//
 // # Errors
 //
 // The would-block case is the hot path of every event-driven program, so it

@@ -18,6 +18,15 @@ import (
 // returning (sock, invariant 5): EAGAIN from every operation, and a short
 // read from a stream.
 
+// noNegative makes the count of a failed call 0 (x/sys/unix passes on
+// read(2)'s -1), as the raw calls of sysRead and sysWrite count it.
+func noNegative(n int, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // readStream reads from a stream socket: zero bytes into a non-empty buffer
 // is the peer's orderly shutdown, io.EOF.
 func (s *sock) readStream(b []byte) (int, error) {
@@ -45,7 +54,7 @@ func (s *sock) readAny(b []byte, stream bool) (int, error) {
 	}
 	defer s.mu.RUnlock()
 	for {
-		n, err := unix.Read(s.fd, b)
+		n, err := sysRead(s.fd, b)
 		switch {
 		case err == nil && n == 0 && stream:
 			return 0, io.EOF
@@ -85,7 +94,7 @@ func (s *sock) write(b []byte) (int, error) {
 	defer s.mu.RUnlock()
 	n := 0
 	for {
-		m, err := unix.Write(s.fd, b[n:])
+		m, err := sysWrite(s.fd, b[n:])
 		if m > 0 {
 			n += m
 		}
