@@ -56,8 +56,8 @@ type syscallCount struct {
 // total: what an echo server's loop and the Go runtime's threads make.
 // Those whose tracepoint this kernel lacks are left out.
 var perfCalls = []string{"read", "write", "readv", "writev", "recvfrom", "sendto",
-	"epoll_wait", "epoll_pwait", "epoll_pwait2", "nanosleep", "clock_nanosleep",
-	"futex", "sched_yield", "tgkill"}
+	"recvmsg", "sendmsg", "splice", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+	"nanosleep", "clock_nanosleep", "futex", "sched_yield", "tgkill"}
 
 // perfEvents is the -e list for perf stat: the total, and each of
 // perfCalls whose tracepoint exists.
