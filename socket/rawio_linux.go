@@ -32,6 +32,12 @@ import (
 // queued on it and any garbage collection. Adopt and File document that
 // the description stays non-blocking.
 
+// One thing is lost: x/sys/unix tells the race detector that read(2)
+// wrote the buffer and write(2) read it, and the raw calls do not, so a
+// race on a buffer passed to Read or Write shows only if the caller's
+// own accesses race. The raw path stays in race builds all the same, so
+// that the tests (which run under -race) run the path users get.
+
 // rawMax is the largest read or write made as a raw system call: 64 KiB
 // copies in a few microseconds.
 const rawMax = 64 << 10
