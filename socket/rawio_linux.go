@@ -48,11 +48,7 @@ func sysRead(fd int, b []byte) (int, error) {
 	if len(b) == 0 || len(b) > rawMax {
 		return noNegative(unix.Read(fd, b))
 	}
-	r, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), nil
+	return rawCall(unix.SYS_READ, fd, b)
 }
 
 // sysWrite is write(2) on a non-blocking descriptor. A failed call counts
@@ -61,7 +57,13 @@ func sysWrite(fd int, b []byte) (int, error) {
 	if len(b) == 0 || len(b) > rawMax {
 		return noNegative(unix.Write(fd, b))
 	}
-	r, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return rawCall(unix.SYS_WRITE, fd, b)
+}
+
+// rawCall makes read(2) or write(2) (trap) on b, which is not empty, as a
+// raw system call.
+func rawCall(trap uintptr, fd int, b []byte) (int, error) {
+	r, _, errno := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if errno != 0 {
 		return 0, errno
 	}
