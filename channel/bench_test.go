@@ -15,6 +15,8 @@ import (
 //     producers blocking in Send when it is full; the consumer blocks in
 //     Poll (edge-triggered) and after each event receives with Drain until
 //     ErrEmpty.
+//   - channel-unpaced: the same with pacing off (see segQueue), to show
+//     what it buys.
 //   - gochan: a buffered Go channel of the same capacity drained by a
 //     receiving goroutine (for v := range ch).
 //
@@ -32,6 +34,11 @@ const benchChanCap = 1024
 func BenchmarkThroughput(b *testing.B) {
 	for _, producers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("p=%d/channel", producers), func(b *testing.B) { benchChannel(b, producers, benchChanCap) })
+		b.Run(fmt.Sprintf("p=%d/channel-unpaced", producers), func(b *testing.B) {
+			defer func(n int) { paceSpin = n }(paceSpin)
+			paceSpin = 0
+			benchChannel(b, producers, benchChanCap)
+		})
 		b.Run(fmt.Sprintf("p=%d/gochan", producers), func(b *testing.B) { benchGoChan(b, producers) })
 	}
 }
@@ -204,5 +211,110 @@ func benchGoChan(b *testing.B, producers int) {
 	close(ch)
 	if got := <-done; got != total {
 		b.Fatalf("received %d of %d", got, total)
+	}
+}
+
+// BenchmarkPingPong is the round trip of one value to an echoing goroutine
+// and back, each side blocking in its own Poll, one value in flight: the
+// case pacing must not slow down (the consumer catches up every time). The
+// echo side receives the way that would feel a spin most, draining all it
+// has before it answers. channel-unpaced turns pacing off, gochan is the
+// same with two unbuffered Go channels.
+func BenchmarkPingPong(b *testing.B) {
+	b.Run("channel", func(b *testing.B) { benchPingPong(b) })
+	b.Run("channel-unpaced", func(b *testing.B) {
+		defer func(n int) { paceSpin = n }(paceSpin)
+		paceSpin = 0
+		benchPingPong(b)
+	})
+	b.Run("gochan", func(b *testing.B) {
+		req, resp := make(chan int), make(chan int)
+		go func() {
+			for v := range req {
+				resp <- v
+			}
+			close(resp)
+		}()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			req <- i
+			if v := <-resp; v != i {
+				b.Fatalf("got %d, want %d", v, i)
+			}
+		}
+		close(req)
+		<-resp
+	})
+}
+
+func benchPingPong(b *testing.B) {
+	reqTx, reqRx := New[int]()
+	respTx, respRx := New[int]()
+	defer reqRx.Close()
+	defer respRx.Close()
+	pMain, pEcho := newPoll(b), newPoll(b)
+	if err := pMain.Register(respRx, 1, poll.Readable, poll.Edge); err != nil {
+		b.Fatal(err)
+	}
+	if err := pEcho.Register(reqRx, 1, poll.Readable, poll.Edge); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer respTx.Close()
+		ev := poll.NewEvents(4)
+		for {
+			if _, err := pEcho.Poll(ev, -1); err != nil {
+				done <- err
+				return
+			}
+			last, got := 0, false
+			for {
+				for v := range reqRx.Drain() {
+					last, got = v, true
+				}
+				v, err := reqRx.TryRecv() // which error stopped Drain
+				if err == nil {           // a value sent since
+					last, got = v, true
+					continue
+				}
+				if err == ErrDisconnected {
+					done <- nil
+					return
+				}
+				break
+			}
+			if got {
+				if err := respTx.Send(last); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	ev := poll.NewEvents(4)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := reqTx.Send(i); err != nil {
+			b.Fatal(err)
+		}
+		for got := false; !got; {
+			if _, err := pMain.Poll(ev, -1); err != nil {
+				b.Fatal(err)
+			}
+			for v := range respRx.Drain() {
+				if v != i {
+					b.Fatalf("got %d, want %d", v, i)
+				}
+				got = true
+			}
+		}
+	}
+	b.StopTimer()
+	_ = reqTx.Close()
+	if err := <-done; err != nil {
+		b.Fatal(err)
 	}
 }
