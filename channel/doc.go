@@ -16,10 +16,11 @@
 // allocate. NewWithQueue takes a caller's Queue instead.
 //
 // A Drain that keeps up with a stream of values paces itself: when its
-// last look at the queue caught up with the producers, it spins for about
-// 150 ns before the next, so that the look finds a run of values rather
-// than one and the producers' cache lines stay with them (a Receiver that
-// keeps up otherwise costs each Send a cache miss). It spins only between
+// last look at the queue caught up with the producers, it spins before the
+// next (from about 150 ns to about 1 µs, longer the faster the producers),
+// so that the look finds a run of values rather than one and the
+// producers' cache lines stay with them (a Receiver that keeps up
+// otherwise costs each Send a cache miss). It spins only between
 // batches, holding no value to return, never in a Drain's first batch or
 // in TryRecv, and backs off when spins find nothing (request and response
 // traffic). With GOMAXPROCS 1, or a caller's Queue, it does not spin.

@@ -179,3 +179,47 @@ func TestReceiverUnpaces(t *testing.T) {
 	_, err = rx.TryRecv()
 	require.ErrorIs(t, err, ErrEmpty)
 }
+
+// The spin grows while the producers make several values during it but
+// not a run of paceNear, up to paceSpinMax, and shrinks back towards
+// paceSpin when they make one (slow producers: the spin only delays) or a
+// run of 2*paceNear.
+func TestPaceAdaptsItsLength(t *testing.T) {
+	q := pacedQueue()
+	// spinThenFind catches up, spins, and lets the reload after the spin
+	// find n values.
+	spinThenFind := func(n int) {
+		t.Helper()
+		// Start near a segment's start, so that the run is not cut short.
+		for q.head%segSize != 0 {
+			q.Push(0)
+			popN(t, q, 1)
+		}
+		q.unpace()
+		for !q.near {
+			q.Push(0)
+			popN(t, q, 1)
+		}
+		require.True(t, spins(q))
+		for range n {
+			q.Push(0)
+		}
+		popN(t, q, n)
+	}
+	spinThenFind(4)
+	require.Equal(t, 2*paceSpin, q.spin)
+	spinThenFind(4)
+	require.Equal(t, 4*paceSpin, q.spin)
+	spinThenFind(1)
+	require.Equal(t, 2*paceSpin, q.spin)
+	for range 10 {
+		spinThenFind(4)
+	}
+	require.Equal(t, paceSpinMax, q.spin)
+	spinThenFind(2 * paceNear)
+	require.Equal(t, paceSpinMax/2, q.spin)
+	for range 10 {
+		spinThenFind(1)
+	}
+	require.Equal(t, paceSpin, q.spin)
+}

@@ -198,8 +198,8 @@ func (r *Receiver[T]) finished() bool {
 // where TryRecv would return an error (ErrEmpty, ErrDisconnected or
 // ErrClosed; call TryRecv to learn which). It takes values in batches, one
 // lock of the Receiver per batch, so it is the cheapest way to receive.
-// Between batches it may spin for about 150 ns when it has caught up with
-// the producers (pacing, in the package documentation).
+// Between batches it may spin, for 150 ns to 1 µs, when it has caught up
+// with the producers (pacing, in the package documentation).
 // If the loop stops early, the values of the batch not yet yielded stay in
 // the Receiver for the next receive (in order); a bounded channel has
 // already counted them as received, so until then Len may exceed Cap.

@@ -68,15 +68,20 @@ import (
 // slipping" does (Giacomoni et al., PPoPP 2008). When a reload caught up
 // with them (the run of ready slots it found ended inside the segment,
 // after fewer than paceNear values), the Receiver calls pace before its
-// next batch, and pace spins paceSpin iterations (about 150 ns) without
-// touching a shared line, so that the next reload finds a run of values
-// rather than one. Its cost is bounded on both sides:
+// next batch, and pace spins without touching a shared line, so that the
+// next reload finds a run of values rather than one. The spin's length
+// adapts to how fast the producers are, from paceSpin iterations (about
+// 165 ns) to paceSpinMax (about 1.1 µs): it doubles when the reload after
+// it found a short run of two or more values (fast producers, but the
+// consumer still close behind), and halves when it found one value (slow
+// producers, to whom a spin only adds delay) or a run of 2*paceNear. Its
+// cost is bounded on both sides:
 //
 //   - It never holds back a value the consumer has found: the Receiver
 //     paces only when it holds none (at the start of a batch), and forgets
 //     near when it goes idle or a Drain returns, so the first receive after
 //     a Poll, or after a pause, never spins. A value sent during the spin
-//     is found at its end, at most paceSpin late.
+//     is found at its end, at most paceSpinMax late.
 //   - A pace whose reload finds nothing was wasted: the producers had
 //     stopped (request and response traffic, where the consumer catches up
 //     every time). Each wasted pace doubles the number of later
@@ -113,21 +118,25 @@ type segQueue[T any] struct {
 	judging bool   // the next reload follows a spin: was it worth it?
 	wasted  uint8  // consecutive paces whose reload found nothing
 	skip    uint32 // opportunities to pass up before the next spin
+	spin    int    // the next spin's length, in iterations; 0 until the first
 	spun    uint64 // the spin's arithmetic lands here, so it is not elided
 	paces   uint64 // spins so far (the tests read it)
 	_       cpu.CacheLinePad
 }
 
 // Pacing's constants (see segQueue). paceSpin is a variable so that the
-// benchmarks can turn pacing off in the same run for comparison.
+// benchmarks can turn pacing off (0) in the same run for comparison.
 const (
 	paceNear       = 16 // a shorter run, ending inside its segment, caught up
 	paceBackoffMax = 6  // at most 1<<6 - 1 opportunities skipped between spins
 )
 
-// paceSpin is the length of a pace, in iterations of a dependent add: about
-// 0.55 ns each on the machine of bench/RESULTS.md, so about 165 ns.
+// paceSpin is the shortest pace, in iterations of a dependent add: about
+// 0.55 ns each on the machine of bench/RESULTS.md, so about 165 ns;
+// paceSpinMax (about 1.1 µs there) the longest.
 var paceSpin = 300
+
+const paceSpinMax = 2000
 
 // segSize is the number of slots in a segment: one ready bit each in a
 // uint64, and the allocation bound of at most one per 64 messages.
@@ -338,6 +347,16 @@ func (q *segQueue[T]) judge(run uint64) {
 	q.judging = false
 	if run > 0 {
 		q.wasted = 0
+		switch {
+		case run >= 2 && q.near && q.spin < paceSpinMax:
+			// The producers made several values during the spin, yet
+			// it was too short to fall a run of paceNear behind them.
+			q.spin = min(2*q.spin, paceSpinMax)
+		case run == 1 || run >= 2*paceNear:
+			// One value: the producers are slow next to the spin, which
+			// buys nothing and delays. Many: it is longer than needed.
+			q.spin = max(q.spin/2, paceSpin)
+		}
 		return
 	}
 	if q.wasted < paceBackoffMax {
@@ -358,8 +377,11 @@ func (q *segQueue[T]) pace() {
 		q.skip--
 		return
 	}
+	if q.spin < paceSpin {
+		q.spin = paceSpin
+	}
 	x := q.spun
-	for i := range paceSpin {
+	for i := range q.spin {
 		x += uint64(i) ^ x
 	}
 	q.spun = x
