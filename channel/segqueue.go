@@ -348,7 +348,7 @@ func (q *segQueue[T]) judge(run uint64) {
 	if run > 0 {
 		q.wasted = 0
 		switch {
-		case run >= 2 && q.near && q.spin < paceSpinMax:
+		case run >= 2 && q.near:
 			// The producers made several values during the spin, yet
 			// it was too short to fall a run of paceNear behind them.
 			q.spin = min(2*q.spin, paceSpinMax)
