@@ -87,7 +87,8 @@ import (
 //     every time). Each wasted pace doubles the number of later
 //     opportunities skipped, up to 1<<paceBackoffMax, and a pace that finds
 //     values ends the backoff. So a consumer that is not fed a stream spins
-//     at most once per 64 opportunities, and one that is always paces.
+//     at most once per 64 opportunities, and one that is fed a stream
+//     paces every time.
 //   - With one processor (GOMAXPROCS 1 when the queue is made) the
 //     producers cannot run during the spin: pace does nothing.
 type segQueue[T any] struct {
