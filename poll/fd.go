@@ -197,10 +197,19 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 	if r == nil || !r.registered {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
-	if err := p.sel.Modify(fd, fdKey(fd, r.gen), uint32(interest), sysMode(opts)); err != nil {
+	// A new generation, so that a kernel event harvested under the old
+	// interest and not yet delivered is dropped as stale rather than read
+	// against the new interest: the kernel was not asked for what the new
+	// interest adds, so the event could be incomplete (Readable alone where
+	// Readable|Writable is ready). Nothing is lost: every backend's Modify
+	// looks at the descriptor afresh and reports what is ready under the
+	// new interest.
+	p.fds.gen++
+	gen := p.fds.gen
+	if err := p.sel.Modify(fd, fdKey(fd, gen), uint32(interest), sysMode(opts)); err != nil {
 		return selectorError("reregister", fd, err)
 	}
-	r.token, r.interest, r.opts, r.disarmed, r.parked = t, interest, opts, false, false
+	r.token, r.gen, r.interest, r.opts, r.disarmed, r.parked = t, gen, interest, opts, false, false
 	return nil
 }
 

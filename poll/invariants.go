@@ -1,5 +1,7 @@
 package poll
 
+import "sync/atomic"
+
 // Assertions of impossible states.
 //
 // The readiness queue and the held list rest on invariants
@@ -68,3 +70,10 @@ func checkHeld(s uint64) {
 		corrupted("held node that link never saw (invariant 1)")
 	}
 }
+
+// afterSelect, when a test built with unipoll_debug sets it, runs between
+// the selector's return and the delivery of its events: the window in which
+// a concurrent Reregister or Deregister finds kernel events harvested and
+// not yet delivered. Guarded by debugChecks, so a normal build never loads
+// it; atomic, because tests of other Polls may be polling meanwhile.
+var afterSelect atomic.Pointer[func(*Poll)]

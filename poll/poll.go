@@ -26,8 +26,9 @@ type Poll struct {
 	//   - regMu guards the descriptor table. Register, Reregister and
 	//     Deregister of descriptors take it, and so does Poll while it turns
 	//     kernel events into user events, which is what makes an event that
-	//     the kernel produced before Deregister (or Reregister) returned be
-	//     dropped (or carry the new token) instead of being delivered stale.
+	//     the kernel produced before Deregister or Reregister returned be
+	//     dropped instead of being delivered stale (both change the key's
+	//     generation; after Reregister the kernel reports afresh).
 	//   - Registrations and the queue are lock-free (readiness_queue.go).
 	//   - The wheel has its own mutex (wheel.go).
 	// Lock order: pollMu, then regMu, then a Registration's mu, then the

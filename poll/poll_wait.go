@@ -152,6 +152,11 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wake
 	w.early = woken || n > 0
 	w.timed = w.slept && shortened && !w.early
 	if n > 0 {
+		if debugChecks {
+			if f := afterSelect.Load(); f != nil {
+				(*f)(p)
+			}
+		}
 		before := ev.Len()
 		p.regMu.Lock()
 		for i := range buf[:n] {

@@ -39,8 +39,9 @@ type Stats struct {
 	// TimerQueue.Remove).
 	TimersCancelled uint64
 	// Stale counts kernel events dropped because their descriptor had been
-	// deregistered in the meantime (its generation, part of the key the
-	// kernel holds, no longer matches).
+	// deregistered or reregistered in the meantime (its generation, part
+	// of the key the kernel holds, no longer matches). A reregistered
+	// descriptor is reported afresh under its new interest.
 	Stale uint64
 }
 
