@@ -42,7 +42,13 @@ type Row struct {
 	Unipoll   Sample  // unipoll's runs
 	Baselines []Named // each baseline's runs, in a fixed order
 	RatioTo   string  // the baseline the ratio is taken against
-	Target    Target
+	// Paired takes the ratio as the median of pass-by-pass ratios rather
+	// than the ratio of the two medians: for in-process figures on a
+	// machine whose speed drifts from minute to minute, where a pass and
+	// the baseline's pass run next to it see the same machine, and two
+	// medians may come from different moods of it.
+	Paired bool
+	Target Target
 }
 
 // Named is a baseline's name with its runs.

@@ -46,6 +46,34 @@ func (s Sample) Spread() float64 {
 	return (hi - lo) / 2 / math.Abs(m)
 }
 
+// PairedRatios divides s's passes by ref's, pass by pass: the ratios of
+// passes that ran next to each other in an alternation (Runner.alternate
+// runs every contender once per round). It reports false unless both have
+// the same number of passes, at least one.
+func (s Sample) PairedRatios(ref Sample) (Sample, bool) {
+	if len(s.Runs) == 0 || len(s.Runs) != len(ref.Runs) {
+		return Sample{}, false
+	}
+	var q Sample
+	for i, v := range s.Runs {
+		q.add(v / ref.Runs[i])
+	}
+	return q, true
+}
+
+// Quartiles are the medians of the lower and upper halves of the passes
+// (the middle pass, for an odd count, in neither).
+func (s Sample) Quartiles() (lo, hi float64) {
+	v := slices.Clone(s.Runs)
+	slices.Sort(v)
+	n := len(v)
+	if n < 2 {
+		m := s.Median()
+		return m, m
+	}
+	return Sample{Runs: v[:n/2]}.Median(), Sample{Runs: v[(n+1)/2:]}.Median()
+}
+
 // runsText is the table's "runs, spread" cell.
 func (s Sample) runsText() string {
 	if len(s.Runs) < 2 {

@@ -21,6 +21,41 @@ func TestSampleMedianSpread(t *testing.T) {
 	require.Equal(t, "4, ±60%", s.runsText())
 }
 
+// Paired ratios divide pass by pass: a machine that was twice as slow in
+// the second round slows both contenders of that round, and the pairs see
+// the same 2x where the two medians would mix the rounds.
+func TestSamplePairedRatios(t *testing.T) {
+	u := Sample{Runs: []float64{30, 15, 32, 16, 31}}   // rounds alternate fast, slow
+	ref := Sample{Runs: []float64{20, 10, 20, 10, 20}} // the same machine, round by round
+	q, ok := u.PairedRatios(ref)
+	require.True(t, ok)
+	require.InDeltaSlice(t, []float64{1.5, 1.5, 1.6, 1.6, 1.55}, q.Runs, 1e-9)
+	require.InDelta(t, 1.55, q.Median(), 1e-9)
+	require.InDelta(t, 30.0/20, u.Median()/ref.Median(), 1e-9) // medians from different rounds
+	lo, hi := q.Quartiles()
+	require.InDelta(t, 1.5, lo, 1e-9)
+	require.InDelta(t, 1.6, hi, 1e-9)
+
+	_, ok = u.PairedRatios(Sample{Runs: []float64{1, 2}})
+	require.False(t, ok, "a contender that lost passes has no pairs")
+	_, ok = Sample{}.PairedRatios(Sample{})
+	require.False(t, ok)
+}
+
+// A Paired row's ratio cell says so and carries the pairs' quartiles; its
+// verdict follows the paired median.
+func TestRowPairedMarkdown(t *testing.T) {
+	row := Row{What: "channel, 1 producer(s)", Unit: "M/s", Higher: true,
+		Unipoll:   Sample{Runs: []float64{30, 15, 32, 16, 31}},
+		Baselines: []Named{{"chan", Sample{Runs: []float64{20, 10, 20, 10, 20}}}},
+		RatioTo:   "chan", Paired: true, Target: Target{Min: 1.55}}
+	md := row.markdown()
+	require.Contains(t, md, "1.55× chan (paired; quartiles 1.50–1.60)")
+	require.Contains(t, md, "≥ 1.55× chan ✓")
+	row.Paired = false
+	require.Contains(t, row.markdown(), "| 1.50× chan |")
+}
+
 func TestHistQuantiles(t *testing.T) {
 	var h hist
 	// 1..100,000 ns: every quantile must come back within the bucket

@@ -29,7 +29,7 @@ func (r *Runner) markdown(sections []*Section, missing []Scenario) string {
 	for _, s := range missing {
 		fmt.Fprintf(&b, "| %s | not built yet: %s | | | | |\n", s.Title, s.Pending)
 	}
-	b.WriteString("\nRatios are of medians, unipoll over the named baseline: above 1 is faster for rates (↑), slower or costlier for times and costs (↓). Spread is half the range of the passes around the median.\n")
+	b.WriteString("\nRatios are of medians (unless paired), unipoll over the named baseline: above 1 is faster for rates (↑), slower or costlier for times and costs (↓). A paired ratio is the median of pass-by-pass ratios, each pass against the baseline's pass run next to it, with their quartiles. Spread is half the range of the passes around the median.\n")
 	for _, s := range sections {
 		if len(s.Details) == 0 && len(s.Notes) == 0 {
 			continue
@@ -65,16 +65,22 @@ func (row Row) markdown() string {
 	u := row.Unipoll.Median()
 	var bl []string
 	var ref float64 = math.NaN()
+	var refRuns Sample
 	for _, n := range row.Baselines {
 		bl = append(bl, fmt.Sprintf("%s %s", n.Name, formatValue(n.Median(), row.Unit)))
 		if n.Name == row.RatioTo {
-			ref = n.Median()
+			ref, refRuns = n.Median(), n.Sample
 		}
 	}
 	ratio, verdict := "", ""
 	if row.RatioTo != "" && !math.IsNaN(ref) && ref != 0 && !math.IsNaN(u) {
 		q := u / ref
 		ratio = fmt.Sprintf("%.2f× %s", q, row.RatioTo)
+		if pairs, ok := row.Unipoll.PairedRatios(refRuns); ok && row.Paired {
+			q = pairs.Median()
+			lo, hi := pairs.Quartiles()
+			ratio = fmt.Sprintf("%.2f× %s (paired; quartiles %.2f–%.2f)", q, row.RatioTo, lo, hi)
+		}
 		verdict = row.Target.verdict(q)
 	}
 	if row.Target.Abs {
