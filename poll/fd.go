@@ -3,6 +3,7 @@ package poll
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -107,6 +108,10 @@ type fdReg struct {
 type fdTable struct {
 	regs []fdReg
 	gen  uint32
+	// live counts the registered descriptors. Written with regMu held,
+	// read without it by selectInto: a Poll that has none to ask about
+	// need not ask the kernel when it will not block.
+	live atomic.Int32
 }
 
 func (t *fdTable) get(fd int) *fdReg {
@@ -126,7 +131,10 @@ func (t *fdTable) grow(fd int) *fdReg {
 	return &t.regs[fd]
 }
 
-func (t *fdTable) reset() { t.regs = nil }
+func (t *fdTable) reset() {
+	t.regs = nil
+	t.live.Store(0)
+}
 
 // fdKey is what the kernel stores for a descriptor: its number and the
 // generation of its registration.
@@ -177,6 +185,7 @@ func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
 		return selectorError("register", fd, err)
 	}
 	*p.fds.grow(fd) = fdReg{token: t, gen: gen, interest: interest, opts: opts, registered: true}
+	p.fds.live.Add(1)
 	return nil
 }
 
@@ -227,6 +236,7 @@ func (p *Poll) deregisterFd(fd int) error {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
 	*r = fdReg{gen: r.gen}
+	p.fds.live.Add(-1)
 	// A descriptor closed before Deregister has already left the kernel's
 	// set (EBADF, ENOENT); the table is consistent either way.
 	if err := p.sel.Delete(fd); err != nil && !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.ENOENT) {

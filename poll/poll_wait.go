@@ -135,6 +135,16 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wake
 			p.wheel.awake()
 		}
 	}
+	if timeout == 0 && p.fds.live.Load() == 0 {
+		// No descriptor is registered, so the kernel has no event for
+		// this pass, and a look would cost a system call (a third of a
+		// hop through two Polls). A Register that returned before this
+		// Poll began is counted already. A wake-up written meanwhile
+		// stays in the waker for the next Select that blocks, which
+		// returns at once and drains it: nothing is lost, and that is
+		// the only look that needs it.
+		return w, nil
+	}
 	room := ev.room()
 	if cap(p.sysBuf) < room {
 		p.sysBuf = make([]sysEvent, room)

@@ -6,7 +6,9 @@ import "sync/atomic"
 type Stats struct {
 	// Polls is the number of Poll calls.
 	Polls uint64
-	// Selects is the number of times Poll entered the OS selector.
+	// Selects is the number of times Poll entered the OS selector. A pass
+	// that will not block and has no descriptor registered does not: the
+	// kernel has nothing to report for it.
 	Selects uint64
 	// KernelWaits is the number of system calls the selector made to wait
 	// or look for events (epoll_wait, poll, kevent), retries included. One
