@@ -82,15 +82,23 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (again boo
 	}
 	var w wakeup
 	if !ev.full() {
+		looked := false // the spin took descriptor events: one look per pass (rule 1)
 		if ev.Len() == 0 && !again && timeout != 0 {
 			// About to block: producers must link and wake for every
 			// node again, unless a held one has something to report.
-			if p.releaseHeld() || spin && p.spinForQueue(timeout) {
+			if p.releaseHeld() {
 				again = true
+			} else if spin {
+				if again, err = p.spinForQueue(ev, timeout); err != nil {
+					return false, err
+				}
+				looked = ev.Len() > 0
 			}
 		}
-		if w, err = p.selectInto(ev, timeout, again); err != nil {
-			return false, err
+		if !looked {
+			if w, err = p.selectInto(ev, timeout, again); err != nil {
+				return false, err
+			}
 		}
 		p.wheel.expire()
 	}
@@ -220,27 +228,51 @@ func (p *Poll) drainQueue(ev *Events) (midLink bool) {
 // SetReadiness this turns one system call per Poll into almost none. It
 // yields the processor every few dozen looks, so a producer that shares the
 // consumer's processor still runs.
-func (p *Poll) spinForQueue(timeout time.Duration) bool {
+//
+// Descriptors are not forgotten meanwhile: with any registered, it also
+// looks at the kernel (a Select that does not block, into ev) about once a
+// microsecond, or less often where a look itself is slow (poll(2) over many
+// descriptors), so that looks take at most a fifth of the spin. Without
+// them a socket's data arriving just after a Registration event waited out
+// the whole spin, 20µs by default, before it was reported.
+func (p *Poll) spinForQueue(ev *Events, timeout time.Duration) (bool, error) {
 	budget := p.spinWait
 	if budget <= 0 {
-		return false
+		return false, nil
 	}
 	if timeout > 0 && timeout < budget {
 		budget = timeout
 	}
 	start := time.Now()
+	every := spinLookEvery
+	var lastLook time.Duration // since start
 	for i := 1; ; i++ {
 		if p.queue.pending() || p.closed.Load() {
-			return true
+			return true, nil
 		}
 		// Look at the clock and let other goroutines run only now and
 		// then: both cost far more than a look at the queue, and Gosched
 		// takes the scheduler's lock, which the producer may need.
 		if i%64 == 0 {
-			if time.Since(start) >= budget {
-				return false
+			spun := time.Since(start)
+			if spun >= budget {
+				return false, nil
+			}
+			if spun-lastLook >= every && p.fds.live.Load() != 0 {
+				if _, err := p.selectInto(ev, 0, true); err != nil {
+					return false, err
+				}
+				if ev.Len() > 0 {
+					return true, nil
+				}
+				lastLook = time.Since(start)
+				every = max(spinLookEvery, 4*(lastLook-spun))
 			}
 			runtime.Gosched()
 		}
 	}
 }
+
+// spinLookEvery is how often a spinning consumer looks at the kernel when
+// descriptors are registered and a look is quick.
+const spinLookEvery = time.Microsecond
