@@ -35,7 +35,9 @@ type Config struct {
 	// before it blocks, when the previous call delivered Registration
 	// events. Producers that find the Poll awake need no system call to
 	// wake it, so a busy stream of SetReadiness costs far fewer waker
-	// writes, at the price of this much CPU before each sleep. Default
+	// writes, at the price of this much CPU before each sleep. Registered
+	// descriptors are looked at during the spin too (about once a
+	// microsecond), so their events are not held back by it. Default
 	// 20µs; negative disables it.
 	SpinWait time.Duration
 }
