@@ -223,3 +223,57 @@ func TestPaceAdaptsItsLength(t *testing.T) {
 	}
 	require.Equal(t, paceSpin, q.spin)
 }
+
+// A pace never holds back values the consumer has seen: when the reload
+// that caught up found more than the batch took, the next batch starts at
+// once, and that is no opportunity for the backoff either.
+func TestPaceNotWithValuesInSight(t *testing.T) {
+	q := pacedQueue()
+	for i := range 5 {
+		q.Push(i)
+	}
+	_, ok := q.Pop() // its reload found a run of 5: close behind the producers
+	require.True(t, ok)
+	require.True(t, q.near)
+	require.False(t, spins(q), "four values are known ready at the head")
+	require.False(t, q.near)
+	require.Zero(t, q.skip)
+	popN(t, q, 4)
+}
+
+// The receive after ErrEmpty starts without spinning, whether it is a
+// TryRecv or the first batch of a Drain (the usual edge-triggered loop:
+// receive until ErrEmpty, Poll, receive again), and TryRecv never spins,
+// even while a Drain in another goroutine is between paced batches.
+func TestReceiverNoPaceAfterEmpty(t *testing.T) {
+	tx, rx := New[int]()
+	defer rx.Close()
+	q := rx.c.seg
+	q.paced = true
+
+	_, err := rx.TryRecv()
+	require.ErrorIs(t, err, ErrEmpty)
+	require.False(t, q.near, "ErrEmpty: the Receiver stops, so nothing is left to pace for")
+
+	require.NoError(t, tx.Send(1))
+	require.NoError(t, tx.Send(2))
+	paces := q.paces
+	var got []int
+	for v := range rx.Drain() {
+		if len(got) == 0 {
+			require.Equal(t, paces, q.paces, "the first batch after ErrEmpty spun")
+		}
+		got = append(got, v)
+	}
+	require.Equal(t, []int{1, 2}, got)
+	_, err = rx.TryRecv()
+	require.ErrorIs(t, err, ErrEmpty)
+
+	require.NoError(t, tx.Send(3))
+	q.near = true // as a Drain in another goroutine leaves it between batches
+	paces = q.paces
+	v, err := rx.TryRecv()
+	require.NoError(t, err)
+	require.Equal(t, 3, v)
+	require.Equal(t, paces, q.paces, "TryRecv spun")
+}

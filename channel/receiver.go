@@ -92,13 +92,20 @@ func (r *Receiver[T]) recvLocked(dst []T, ahead bool) (int, error) {
 	if r.closed {
 		return 0, ErrClosed
 	}
-	n := r.takeInto(dst)
+	n := r.takeInto(dst, !ahead) // a Drain's batch may pace; TryRecv never does
 	if n == 0 {
 		if r.idle() {
 			return 0, ErrDisconnected
 		}
 		// What idle's re-check found, and anything since.
-		if n = r.takeInto(dst); n == 0 {
+		if n = r.takeInto(dst, false); n == 0 {
+			// That look's reload found nothing, which counts as catching
+			// up; but the Receiver stops here, and its next receive (a
+			// TryRecv, or a Drain's first batch, after the next Poll)
+			// must not start with a spin.
+			if r.c.seg != nil {
+				r.c.seg.unpace()
+			}
 			return 0, ErrEmpty
 		}
 	}
@@ -121,8 +128,9 @@ func (r *Receiver[T]) popAhead() {
 	}
 }
 
-// takeInto moves values into dst: first those ahead, then from the queue.
-func (r *Receiver[T]) takeInto(dst []T) int {
+// takeInto moves values into dst: first those ahead, then from the queue,
+// which it may first pace for (see segQueue) if pace is set.
+func (r *Receiver[T]) takeInto(dst []T, pace bool) int {
 	var zero T
 	n := 0
 	for n < len(dst) && r.aheadAt < len(r.ahead) {
@@ -134,7 +142,7 @@ func (r *Receiver[T]) takeInto(dst []T) int {
 	if r.aheadAt == len(r.ahead) {
 		r.ahead, r.aheadAt = r.ahead[:0], 0
 	}
-	if n == 0 && r.c.seg != nil {
+	if pace && n == 0 && r.c.seg != nil {
 		r.c.seg.pace() // it holds no value, so a spin holds none back
 	}
 	for n < len(dst) {

@@ -78,10 +78,12 @@ import (
 // cost is bounded on both sides:
 //
 //   - It never holds back a value the consumer has found: the Receiver
-//     paces only when it holds none (at the start of a batch), and forgets
-//     near when it goes idle or a Drain returns, so the first receive after
-//     a Poll, or after a pause, never spins. A value sent during the spin
-//     is found at its end, at most paceSpinMax late.
+//     paces only when it holds none (at the start of a Drain's batch, never
+//     in TryRecv), pace does not spin when the last reload saw ready slots
+//     beyond what the batch took, and the Receiver forgets near whenever it
+//     stops (ErrEmpty, going idle, a Drain returning), so the first receive
+//     after a Poll, or after a pause, never spins. A value sent during the
+//     spin is found at its end, at most paceSpinMax late.
 //   - A pace whose reload finds nothing was wasted: the producers had
 //     stopped (request and response traffic, where the consumer catches up
 //     every time). Each wasted pace doubles the number of later
@@ -374,6 +376,12 @@ func (q *segQueue[T]) pace() {
 		return
 	}
 	q.near = false
+	if k := q.head - q.headSeg.start; k < segSize && q.bits&(1<<k) != 0 {
+		// The last reload found more than the batch before took: the
+		// next batch has values to start with, and waiting would only
+		// hold them back. Not an opportunity for the backoff either.
+		return
+	}
 	if q.skip > 0 {
 		q.skip--
 		return
