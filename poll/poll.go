@@ -121,7 +121,8 @@ func (p *Poll) Register(e Evented, t Token, interest Ready, opts PollOpt) error 
 // Reregister changes the token, interest and mode of a registered source and
 // re-arms a oneshot registration. Every event that a Poll call started after
 // Reregister returns reports carries the new token and respects the new
-// interest.
+// interest. If Reregister returns an error, the registration is left as it
+// was.
 func (p *Poll) Reregister(e Evented, t Token, interest Ready, opts PollOpt) error {
 	if e == nil {
 		return wrapf(ErrInvalidArgument, "Reregister: nil Evented")

@@ -96,14 +96,22 @@ func (s *kqSelector) Modify(fd int, key uint64, interest uint32, mode Mode) erro
 	var raw [maxChanges * keventWords]uint64
 	changes := keventsIn(raw[:], maxChanges)
 	n := changesFor(changes, fd, old, r)
-	err := s.apply(changes[:n])
-	// On failure the kernel may hold part of the change; the table records
-	// what was asked for, so a later Modify or Delete cleans up after it.
-	r.epoch = s.epoch.Add(1)
-	s.regs[fd] = r
-	if err != nil {
+	if err := s.apply(changes[:n]); err != nil {
+		// A failed Modify leaves the registration as it was (the Selector
+		// contract; package poll keeps the old key then, and would drop
+		// every event under a half-applied new one as stale). The kernel
+		// may hold part of the change: take it back to old's filters, as
+		// Add takes back a filter that made it in. Re-adding them may
+		// report readiness again, a spurious event at worst; a spent
+		// oneshot has no filter left to re-add and stays disarmed.
+		var raw2 [maxChanges * keventWords]uint64
+		undo := keventsIn(raw2[:], maxChanges)
+		_ = s.apply(undo[:changesFor(undo, fd, r, old)])
+		old.epoch = s.epoch.Add(1) // its filters changed during any wait now running
 		return os.NewSyscallError("kevent(modify)", err)
 	}
+	r.epoch = s.epoch.Add(1)
+	s.regs[fd] = r
 	return nil
 }
 

@@ -138,7 +138,9 @@ type Selector interface {
 	Add(fd int, key uint64, interest uint32, mode Mode) error
 	// Modify changes the key, interest and mode of a registered fd, and
 	// re-arms it: a oneshot registration, and every condition an emulated
-	// edge has reported.
+	// edge has reported. A Modify that fails leaves the registration as it
+	// was, key included (where the kernel took part of the change, the
+	// selector takes it back), so the caller may keep its old key.
 	Modify(fd int, key uint64, interest uint32, mode Mode) error
 	// Delete removes fd. It does not close it.
 	Delete(fd int) error
