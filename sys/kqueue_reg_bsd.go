@@ -65,10 +65,7 @@ func (s *kqSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
 	changes := keventsIn(raw[:], maxChanges)
 	n := changesFor(changes, fd, nil, r)
 	if err := s.apply(changes[:n]); err != nil {
-		// Take back a filter that made it in before the failure.
-		var raw2 [maxChanges * keventWords]uint64
-		undo := keventsIn(raw2[:], maxChanges)
-		_ = s.apply(undo[:changesFor(undo, fd, r, nil)])
+		s.revertLocked(fd, r, nil) // a filter may have made it in before the failure
 		return os.NewSyscallError("kevent(add)", err)
 	}
 	r.epoch = s.epoch.Add(1)
@@ -104,15 +101,23 @@ func (s *kqSelector) Modify(fd int, key uint64, interest uint32, mode Mode) erro
 		// Add takes back a filter that made it in. Re-adding them may
 		// report readiness again, a spurious event at worst; a spent
 		// oneshot has no filter left to re-add and stays disarmed.
-		var raw2 [maxChanges * keventWords]uint64
-		undo := keventsIn(raw2[:], maxChanges)
-		_ = s.apply(undo[:changesFor(undo, fd, r, old)])
+		s.revertLocked(fd, r, old)
 		old.epoch = s.epoch.Add(1) // its filters changed during any wait now running
 		return os.NewSyscallError("kevent(modify)", err)
 	}
 	r.epoch = s.epoch.Add(1)
 	s.regs[fd] = r
 	return nil
+}
+
+// revertLocked takes fd's filters in the kernel from what a failed change
+// may have left of tried back to was (nil: none). Best effort: whatever a
+// failure here leaves goes when the descriptor is closed, and its events
+// carry a key the caller no longer holds. mu held.
+func (s *kqSelector) revertLocked(fd int, tried, was *kqReg) {
+	var raw [maxChanges * keventWords]uint64
+	undo := keventsIn(raw[:], maxChanges)
+	_ = s.apply(undo[:changesFor(undo, fd, tried, was)])
 }
 
 func (s *kqSelector) Delete(fd int) error {
