@@ -14,13 +14,12 @@ import (
 	"github.com/unipoll/unipoll/socket"
 )
 
-// Tokens. Connections take the values from firstConn up, never reused, so a
-// token always names one connection.
+// Tokens of the server's own sources. Connections take tokens from their
+// connTable, which never hands out these.
 const (
 	tokListener poll.Token = iota
 	tokStop
 	tokBackoff
-	firstConn
 )
 
 // acceptBackoff is how long accepting pauses after the process ran out of
@@ -37,8 +36,7 @@ const readBufSize = 64 << 10
 type server struct {
 	p     *poll.Poll
 	ln    *socket.TCPListener
-	conns map[poll.Token]*conn
-	next  poll.Token
+	conns connTable
 	buf   []byte
 	logf  func(format string, args ...any)
 
@@ -56,7 +54,7 @@ func newServer(addr string, logf func(string, ...any)) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{p: p, conns: map[poll.Token]*conn{}, next: firstConn, buf: make([]byte, readBufSize), logf: logf}
+	s := &server{p: p, buf: make([]byte, readBufSize), logf: logf}
 	s.stop, s.stopSet = poll.NewRegistration()
 	s.backoff, s.backoffSet = poll.NewRegistration()
 	if err := s.setup(addr); err != nil {
@@ -139,7 +137,7 @@ func (s *server) acceptAll() {
 func (s *server) pauseAccept(err error) {
 	s.backoffs++
 	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
-		s.logf("echo: out of descriptors, pausing accept for %v (%d connections open)", acceptBackoff, len(s.conns))
+		s.logf("echo: out of descriptors, pausing accept for %v (%d connections open)", acceptBackoff, s.conns.len())
 	} else {
 		s.logf("echo: accept: %v; pausing accept for %v", err, acceptBackoff)
 	}
@@ -172,21 +170,19 @@ func (s *server) add(c *socket.TCPConn) {
 	// Echoes are small and answer the peer at once: no point in Nagle
 	// holding them back.
 	_ = c.SetNoDelay(true)
-	tok := s.next
-	s.next++
+	tok := s.conns.add(&conn{sock: c})
 	if err := s.p.Register(c, tok, poll.Readable|poll.Writable|poll.Hup, poll.Edge); err != nil {
 		s.logf("echo: register %s: %v", c.RemoteAddr(), err)
+		s.conns.remove(tok)
 		_ = c.Close()
-		return
 	}
-	s.conns[tok] = &conn{sock: c}
 }
 
 // serve handles an event of a connection: conn.service tries both
 // directions until they would block, so which kinds are ready matters only
 // for Hup (see conn.service).
 func (s *server) serve(tok poll.Token, ready poll.Ready) {
-	c := s.conns[tok]
+	c := s.conns.get(tok)
 	if c == nil {
 		return // closed earlier in this batch of events
 	}
@@ -197,7 +193,7 @@ func (s *server) serve(tok poll.Token, ready poll.Ready) {
 	if !done {
 		return
 	}
-	delete(s.conns, tok)
+	s.conns.remove(tok)
 	// Close deregisters the conn first, so the Poll never reports this
 	// token again.
 	if err := c.sock.Close(); err != nil {
@@ -216,10 +212,10 @@ func isDisconnect(err error) bool {
 // is simply sources, then the Poll.
 func (s *server) shutdown() error {
 	var errs []error
-	for tok, c := range s.conns {
+	s.conns.each(func(tok poll.Token, c *conn) {
 		errs = append(errs, c.sock.Close())
-		delete(s.conns, tok)
-	}
+		s.conns.remove(tok)
+	})
 	if s.ln != nil {
 		errs = append(errs, ignoreClosed(s.ln.Close()))
 	}
