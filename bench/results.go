@@ -18,7 +18,7 @@ func (r *Runner) writeResults(report string, sections []*Section) error {
 	}
 	var b strings.Builder
 	b.WriteString("# unipoll benchmark results\n\n")
-	b.WriteString("Written by `go run .` in `bench/` (a full run); see README.md there for what each scenario measures and how. Read the ratios, not the absolute numbers: the machine is small and shared.\n\n")
+	b.WriteString("Written by `go run .` in `bench/` (a full run); see README.md there for what each scenario measures and how. Read the ratios, not the absolute numbers: the machine is small and shared. Where a target is missed, GAPS.md says what the profiles show and what is left of the gap.\n\n")
 	b.WriteString(report)
 	var charts []string
 	for _, s := range sections {
