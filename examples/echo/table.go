@@ -47,13 +47,15 @@ func (t *connTable) add(c *conn) poll.Token {
 	}
 	s.c = c
 	t.live++
-	return poll.Token(uint64(s.gen)<<32 | uint64(idx))
+	return connToken(idx, s.gen)
 }
+
+func connToken(idx, gen uint32) poll.Token { return poll.Token(uint64(gen)<<32 | uint64(idx)) }
 
 // get returns the connection tok names, or nil if it was removed.
 func (t *connTable) get(tok poll.Token) *conn {
 	idx, gen := uint32(tok), uint32(tok>>32)
-	if int64(idx) >= int64(len(t.slots)) {
+	if uint64(idx) >= uint64(len(t.slots)) { // not int: idx may exceed a 32-bit int
 		return nil
 	}
 	if s := &t.slots[idx]; s.gen == gen {
@@ -80,7 +82,7 @@ func (t *connTable) len() int { return t.live }
 func (t *connTable) each(f func(poll.Token, *conn)) {
 	for i := range t.slots {
 		if s := &t.slots[i]; s.c != nil {
-			f(poll.Token(uint64(s.gen)<<32|uint64(i)), s.c)
+			f(connToken(uint32(i), s.gen), s.c)
 		}
 	}
 }
