@@ -174,8 +174,9 @@ func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration)
 // Poll call that waits at most timeout (negative: until something is
 // ready; zero: not at all; it does not wait if handler calls are already
 // queued), the calls for what it returned and what was queued, within the
-// budgets, and h's Tick if h is a Ticker. It is the AEN notes' poll and
-// poll_nowait, for a program that drives the Loop from a loop of its own.
+// budgets, and h's Tick if h is a Ticker. It is for a program that
+// drives the Loop from a loop of its own (with a zero timeout, a look that
+// never blocks).
 // Config.Workers does not apply: the caller's goroutine does everything.
 //
 // It returns ErrRunning while a Run or another RunOnce is in progress, and

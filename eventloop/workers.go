@@ -30,8 +30,8 @@ import (
 //	    woken first in, first out: the one that has waited longest goes
 //	    next, and a worker goes to the back when it waits again, unless it
 //	    was woken to help and found nothing to do (that was no turn: it
-//	    keeps its place at the front). This is the fair wake-up of the
-//	    wait-queue notes: a leader that never has to block (there is always
+//	    keeps its place at the front). This is a fair wake-up, first in
+//	    first out, as a FIFO wait queue gives: a leader that never has to block (there is always
 //	    something ready) would otherwise poll and run everything itself, as
 //	    the most recently woken waiter does under the kernel's exclusive
 //	    wake-ups (EPOLLEXCLUSIVE).
@@ -390,8 +390,7 @@ func (m *workers) releaseLocked(e *entry, gen uint32, r poll.Ready, more bool) {
 // would, and, with several workers, up to n-1 idle ones besides; each
 // woken worker looks for work, and the poller runs Tick before it polls
 // again. It returns how many idle workers it woke (the poller aside). It
-// is the AEN notes' wake_pollers: for a caller that changed state the
-// workers look at in Tick. Safe from any goroutine.
+// is for a caller that changed state the workers look at in Tick. Safe from any goroutine.
 func (l *Loop) WakePollers(n int) int {
 	if l == nil || l.p == nil || n <= 0 {
 		return 0

@@ -13,8 +13,8 @@ import (
 // queued, for as long as it is in use.
 //
 // Node state. Each Registration has one regNode whose shared state is one
-// atomic word (see state bits in registration.go): readiness, interest,
-// mode, and the flags queued, owed, registered and dropped (state.go). Every change is
+// atomic word (its bits are tabled in state.go): readiness, interest,
+// mode, and the flags queued, owed, registered and dropped. Every change is
 // a CAS loop on that word, so each transition sees and produces a consistent
 // whole. "Linked" below means: in the readiness queue or in the held list.
 //
@@ -63,7 +63,7 @@ import (
 //  6. The token of an event and the interest that filtered it come from one
 //     snapshot of the state word: Reregister publishes a new token slot and
 //     the new interest in one CAS, and the consumer's delivering CAS pins
-//     the slot it reads (see stTokWriteShift in registration.go). An event
+//     the slot it reads (see stTokWriteShift in state.go). An event
 //     never pairs a new token with an old interest, nor carries a token that
 //     was never registered for the node.
 //

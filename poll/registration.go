@@ -123,7 +123,7 @@ func (r *Registration) Deregister(p *Poll) error {
 	}
 }
 
-// Close drops the Registration (the RFC's drop): once it returns, no Poll
+// Close drops the Registration: once it returns, no Poll
 // call started afterwards reports it, its pending delayed readiness is
 // cancelled, and later SetReadiness calls do nothing and return ErrClosed.
 // Closing twice returns ErrClosed.

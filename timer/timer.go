@@ -148,8 +148,7 @@ func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
 }
 
 // Poll takes the next expired value, the one whose deadline is the
-// earliest, or returns false if none has expired. (It is named after
-// mio-extras' Timer::poll; it does not block.)
+// earliest, or returns false if none has expired. It does not block.
 func (t *Timer[T]) Poll() (T, bool) {
 	var v T
 	if t.check() != nil {

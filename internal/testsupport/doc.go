@@ -10,6 +10,9 @@
 //
 // Resources:
 //   - OpenFds, OpenFdsNow: the process's open descriptors, for leak tests.
+//   - AnonFds, RequireAnonFdsBack: the process's descriptors on anonymous
+//     inodes by kind (eventfd, eventpoll, pidfd, ...), and a check that
+//     they come back to a count taken before.
 //
 // Benchmarks:
 //   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric.
