@@ -11,7 +11,10 @@ package poll
 // modes.
 
 import (
+	"errors"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -170,6 +173,75 @@ func TestFdRule4Oneshot(t *testing.T) {
 			})
 		})
 	})
+}
+
+// Rules 2 to 5 for readiness that arrives in steps. The kernel makes some
+// changes in steps, and a Poll that looks in between reports the first one
+// alone; TestFdRule8WakesBlockedPoll meets a TCP reset that way, by chance.
+// Here the test makes the steps itself: a connected UDP socket gets an
+// error (an ICMP port unreachable), which is reported, and then hangs up
+// (shutdown). The hang-up is new readiness: Edge reports it in one more
+// event, Level on the next Poll, Oneshot only after Reregister. Without
+// Readable in the interest the hang-up is the only new thing, so an edge
+// emulation that took it for reported along with the error would lose it.
+func TestFdReadinessInSteps(t *testing.T) {
+	cases := []struct{ interest, first, whole Ready }{
+		{Readable | Writable | Error | Hup, Readable | Writable | Error, Readable | Writable | Error | Hup},
+		{Writable | Error | Hup, Writable | Error, Writable | Error | Hup},
+		{Error | Hup, Error, Error | Hup},
+	}
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		forModes(t, nil, func(t *testing.T, opts PollOpt) {
+			for _, c := range cases {
+				t.Run(c.interest.String(), func(t *testing.T) {
+					fd := refusedUDP(t)
+					p := newPoll(t)
+					ev := NewEvents(8)
+					require.NoError(t, p.Register(Fd(fd), 5, c.interest, opts))
+					requireNext(t, p, ev, 5, c.first)
+					if opts.IsOneshot() || opts.IsEdge() {
+						// Nothing new yet; where edge is emulated, the
+						// registration now rests (sys/poll_rest_unix.go).
+						requireNoEvents(t, p, ev)
+					} else {
+						requireNext(t, p, ev, 5, c.first)
+					}
+					require.NoError(t, unix.Shutdown(fd, unix.SHUT_RDWR))
+					require.NoError(t, tryWaitShows(fd, unix.POLLHUP, eventWait))
+					requireRest(t, p, fd, 5, c.interest, opts, c.whole)
+					soErr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+					require.NoError(t, err)
+					require.Equal(t, unix.ECONNREFUSED, unix.Errno(soErr), "the error was the ICMP's")
+				})
+			}
+		})
+	})
+}
+
+// refusedUDP returns a non-blocking UDP socket connected to a 127.0.0.1 port
+// nothing listens on, once a datagram it sent there has come back as an
+// ICMP port unreachable: the socket has a pending error (ECONNREFUSED,
+// POLLERR) and is writable, with no hang-up. ICMP errors are rate limited,
+// so the datagram is sent again until the error shows (a send may also
+// return the error of an earlier one, which takes it).
+func refusedUDP(t testing.TB) int {
+	t.Helper()
+	l, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	require.NoError(t, l.Close())
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	require.NoError(t, err, "socket")
+	fd = nonblocking(t, own(t, fd))
+	require.NoError(t, unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}))
+	for attempt := 1; ; attempt++ {
+		_, err := unix.Write(fd, []byte("x"))
+		require.True(t, err == nil || errors.Is(err, unix.ECONNREFUSED), "send to closed UDP port %d: %v", port, err)
+		if err == nil && tryWaitShows(fd, unix.POLLERR, 200*time.Millisecond) == nil {
+			return fd
+		}
+		require.Less(t, attempt, 25, "no ICMP port unreachable from closed UDP port %d", port)
+	}
 }
 
 // ---------------------------------------------------------------------------

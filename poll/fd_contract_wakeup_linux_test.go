@@ -13,6 +13,13 @@ import (
 
 // Rule 8: readiness produced by another goroutine wakes a Poll blocked with
 // a negative timeout, in every mode, for every kind.
+//
+// The Poll is looking at the descriptor while fire makes it ready: Stats
+// counts a select before the selector call, and poll(2) looks at every
+// descriptor before it sleeps. A change the kernel makes in steps (a TCP
+// reset: tryReset) can then be seen half made, which the contract allows:
+// the event carries what the kernel showed, k.early, and the rest comes as
+// new readiness by the mode's rule (requireRest).
 func TestFdRule8WakesBlockedPoll(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
 		forModes(t, nil, func(t *testing.T, opts PollOpt) {
@@ -22,6 +29,11 @@ func TestFdRule8WakesBlockedPoll(t *testing.T) {
 				waitSelecting(t, p, 0)
 				kf.fire(t)
 				evs := res.wait(t, p)
+				if k.early != 0 && len(evs) == 1 && evs[0] == (Event{Token: 9, Ready: k.early}) {
+					t.Logf("the blocked Poll saw the change half made: %v", evs[0].Ready)
+					requireRest(t, p, kf.fd, 9, k.interest, opts, k.want)
+					return
+				}
 				require.Equal(t, []Event{{Token: 9, Ready: k.want}}, evs)
 			})
 		})
