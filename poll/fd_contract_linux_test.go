@@ -194,6 +194,7 @@ func TestFdReadinessInSteps(t *testing.T) {
 		forModes(t, nil, func(t *testing.T, opts PollOpt) {
 			for _, c := range cases {
 				t.Run(c.interest.String(), func(t *testing.T) {
+					t.Parallel()
 					fd := refusedUDP(t)
 					p := newPoll(t)
 					ev := NewEvents(8)
