@@ -52,6 +52,11 @@
 //  11. Neither kind of source starves the other when more is ready than the
 //     Events buffer holds.
 //
+// An event carries the readiness the kernel showed when it looked, and
+// the kernel makes some changes in steps; what shows later is new
+// readiness, reported by rules 2 to 5. A reset TCP connection, for one,
+// can show Error before Hup.
+//
 // Where the kernel lacks a mode, unipoll emulates it, exactly: the poll(2)
 // backend reports an edge once and leaves the condition out of the
 // kernel's view until the caller re-arms it (Fd.Rearm after EAGAIN; the
