@@ -94,6 +94,8 @@
 // errors.Is(err, ErrWouldBlock) and errors.Is(err, unix.EAGAIN). Other
 // failures of system calls are *os.SyscallError values (match the errno with
 // errors.Is), and a stream whose peer has closed its side reads io.EOF.
+// The package's other errors name it once, then the call and its address,
+// then why.
 //
 // Two packages have a closed sentinel. A socket's own errors after Close
 // (or before it was ever opened) match both socket.ErrClosed and
