@@ -162,9 +162,9 @@ func validate(t Token, interest Ready, opts PollOpt) (PollOpt, error) {
 	}
 	switch {
 	case interest == 0:
-		return 0, wrapf(ErrInvalidInterest, "empty interest: the source could never be reported")
+		return 0, wrapf(ErrInvalidInterest, "empty, so the source could never be reported")
 	case interest&^allReady != 0:
-		return 0, wrapf(ErrInvalidInterest, "interest %s: unknown bits 0x%x", interest, uint32(interest&^allReady))
+		return 0, wrapf(ErrInvalidInterest, "%s: unknown bits 0x%x", interest, uint32(interest&^allReady))
 	}
 	switch {
 	case opts&^(Edge|Level|Oneshot) != 0:
