@@ -81,7 +81,10 @@ func (cs *connSource) Ready(*Loop, poll.Event) Action { return Keep }
 func (cs *connSource) Removed(l *Loop, t poll.Token) { (*Conn)(cs).removed() }
 
 // AddConn puts s on the Loop as a Conn with protocol h. The Conn owns s
-// from then on, also when AddConn fails (s is then closed).
+// from then on, also when AddConn fails (s is then closed). s may still be
+// connecting (socket.DialTCP): a connect that fails closes the Conn, and
+// its ConnCloser hears the dial's error ("socket: dial tcp 192.0.2.1:80:
+// connect: connection refused").
 func (l *Loop) AddConn(s Stream, h ConnHandler, cfg ConnConfig, o ...AddOption) (*Conn, error) {
 	if l == nil || l.p == nil {
 		return nil, errZeroLoop

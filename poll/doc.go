@@ -16,8 +16,10 @@
 //     Events buffer (NewEvents; Event, Events.All); Poll.Close, Closed,
 //     Stats, Backend, EdgeEmulated.
 //   - Registering: Poll.Register, Reregister, Deregister of an Evented,
-//     with a Token (ReservedToken aside), an interest (Readable, Writable,
-//     Error, Hup, Priority) and a mode (Edge, Level, Oneshot).
+//     with a Token (ReservedToken aside; one per source, which a
+//     unipoll_debug build checks: Stats.SharedTokens), an interest
+//     (Readable, Writable, Error, Hup, Priority) and a mode (Edge, Level,
+//     Oneshot).
 //   - Descriptors: Fd, and Fd.Rearm for the rule under Edge.
 //   - User-space readiness: NewRegistration; SetReadiness.SetReadiness,
 //     UnsetReadiness, Readiness, DelayReadiness; Registration.Close.

@@ -21,8 +21,9 @@ var (
 	ErrRegisteredElsewhere = errors.New("unipoll: registered with another Poll")
 	// ErrReservedToken: the token is reserved for unipoll's own use.
 	ErrReservedToken = errors.New("unipoll: reserved token")
-	// ErrInvalidInterest: the interest set has bits that are not readiness
-	// kinds.
+	// ErrInvalidInterest: the interest set is empty (a source that asks
+	// for nothing could never be reported), or has bits that are not
+	// readiness kinds.
 	ErrInvalidInterest = errors.New("unipoll: invalid interest")
 	// ErrInvalidOpts: the trigger mode is not Edge or Level, optionally with
 	// Oneshot.

@@ -81,6 +81,29 @@ func ExampleNewRegistration() {
 	// 0
 }
 
+// Two sources under one Token are accepted, and each is reported under
+// it, so their events cannot be told apart. A test built with -tags
+// unipoll_debug can assert that this never happens in its program:
+// Stats.SharedTokens counts the second Register (a normal build counts
+// nothing).
+func ExampleToken_shared() {
+	p, _ := poll.New()
+	defer p.Close()
+	a, setA := poll.NewRegistration()
+	defer a.Close()
+	b, setB := poll.NewRegistration()
+	defer b.Close()
+	_ = p.Register(a, 7, poll.Readable, poll.Edge)
+	_ = p.Register(b, 7, poll.Readable, poll.Edge) // no error
+
+	_ = setA.SetReadiness(poll.Readable)
+	_ = setB.SetReadiness(poll.Readable)
+	events := poll.NewEvents(4)
+	n, _ := p.Poll(events, 0)
+	fmt.Println(n, events.At(0), events.At(1))
+	// Output: 2 Event{Token: 7, Ready: Readable} Event{Token: 7, Ready: Readable}
+}
+
 // DelayReadiness makes a Registration ready later; the Poll's own timeout
 // drives it, with no goroutine or OS timer per delay.
 func ExampleSetReadiness_DelayReadiness() {

@@ -186,6 +186,7 @@ func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
 	}
 	*p.fds.grow(fd) = fdReg{token: t, gen: gen, interest: interest, opts: opts, registered: true}
 	p.fds.live.Add(1)
+	p.tokenRegistered(tokenSource{fd: fd}, t)
 	return nil
 }
 
@@ -219,6 +220,7 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 		return selectorError("reregister", fd, err)
 	}
 	r.token, r.gen, r.interest, r.opts, r.disarmed, r.parked = t, gen, interest, opts, false, false
+	p.tokenRegistered(tokenSource{fd: fd}, t)
 	return nil
 }
 
@@ -237,6 +239,7 @@ func (p *Poll) deregisterFd(fd int) error {
 	}
 	*r = fdReg{gen: r.gen}
 	p.fds.live.Add(-1)
+	p.tokenDeregistered(tokenSource{fd: fd})
 	// A descriptor closed before Deregister has already left the kernel's
 	// set (EBADF, ENOENT); the table is consistent either way.
 	if err := p.sel.Delete(fd); err != nil && !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.ENOENT) {

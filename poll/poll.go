@@ -31,8 +31,9 @@ type Poll struct {
 	//     generation; after Reregister the kernel reports afresh).
 	//   - Registrations and the queue are lock-free (readiness_queue.go).
 	//   - The wheel has its own mutex (wheel.go).
+	//   - tokens has its own mutex, a leaf (shared_tokens.go).
 	// Lock order: pollMu, then regMu, then a Registration's mu, then the
-	// wheel's mu.
+	// wheel's mu or tokens' mu.
 	sel        sys.Selector
 	nativeEdge bool // sel.Traits().NativeEdge, read on every Fd.Rearm
 	closed     atomic.Bool
@@ -48,9 +49,10 @@ type Poll struct {
 	regMu sync.Mutex
 	fds   fdTable
 
-	queue readinessQueue
-	wheel wheel
-	stats statCounters
+	tokens tokenTable // each source's Token, in a unipoll_debug build (shared_tokens.go); empty otherwise
+	queue  readinessQueue
+	wheel  wheel
+	stats  statCounters
 }
 
 // errNilPoll is the answer of every method of a nil or zero Poll.
@@ -108,6 +110,10 @@ func (p *Poll) EdgeEmulated() bool { return p != nil && p.sel != nil && !p.nativ
 //
 // A source that is already ready when it is registered is reported by the
 // next Poll call.
+//
+// Two sources may be registered under one Token (see Token): their events
+// then cannot be told apart. A build with the unipoll_debug tag counts
+// such registrations in Stats.SharedTokens.
 func (p *Poll) Register(e Evented, t Token, interest Ready, opts PollOpt) error {
 	if e == nil {
 		return wrapf(ErrInvalidArgument, "Register: nil Evented")
@@ -164,6 +170,9 @@ func (p *Poll) Close() error {
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
 	p.fds.reset()
+	if debugChecks {
+		p.tokens.reset()
+	}
 	p.wheel.close()
 	p.held.reset()
 	return p.sel.Close()
@@ -198,5 +207,6 @@ func (p *Poll) Stats() Stats {
 		EmptyWakeups:    s.emptyWakeups.Load(),
 		TimedWakeups:    s.timedWakeups.Load(),
 		Stale:           s.stale.Load(),
+		SharedTokens:    s.sharedTokens.Load(),
 	}
 }

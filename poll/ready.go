@@ -10,6 +10,13 @@ import (
 // Token identifies a registered source in the events Poll returns. The caller
 // chooses it; unipoll never interprets it. One value, ReservedToken, is
 // refused.
+//
+// Nor does unipoll check that a Token is unused: two sources registered
+// under one Token with one Poll are accepted, as mio accepts them, and
+// each is reported under it, so their events cannot be told apart. That is
+// almost always a bug (a token reused before its source was deregistered).
+// Built with the unipoll_debug tag, the Poll counts such registrations in
+// Stats.SharedTokens, so that a test can assert there were none.
 type Token uint64
 
 // ReservedToken is the one Token a caller may not register (ErrReservedToken):
@@ -162,9 +169,9 @@ func validate(t Token, interest Ready, opts PollOpt) (PollOpt, error) {
 	}
 	switch {
 	case interest == 0:
-		return 0, wrapf(ErrInvalidInterest, "empty interest: the source could never be reported")
+		return 0, wrapf(ErrInvalidInterest, "empty, so the source could never be reported")
 	case interest&^allReady != 0:
-		return 0, wrapf(ErrInvalidInterest, "interest %s: unknown bits 0x%x", interest, uint32(interest&^allReady))
+		return 0, wrapf(ErrInvalidInterest, "%s: unknown bits 0x%x", interest, uint32(interest&^allReady))
 	}
 	switch {
 	case opts&^(Edge|Level|Oneshot) != 0:

@@ -76,6 +76,7 @@ func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) 
 	if n.state.Load()&stRegistered != 0 {
 		return wrapf(ErrAlreadyRegistered, "registration")
 	}
+	p.tokenRegistered(tokenSource{node: n}, t)
 	return n.arm(p, t, interest, opts)
 }
 
@@ -97,6 +98,7 @@ func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt
 	if err := n.checkBound(p); err != nil {
 		return err
 	}
+	p.tokenRegistered(tokenSource{node: n}, t)
 	return n.arm(p, t, interest, opts)
 }
 
@@ -115,6 +117,7 @@ func (r *Registration) Deregister(p *Poll) error {
 	if err := n.checkBound(p); err != nil {
 		return err
 	}
+	p.tokenDeregistered(tokenSource{node: n})
 	for {
 		old := n.state.Load()
 		if n.state.CompareAndSwap(old, stWithInterest(old, 0, 0)&^stRegistered) {
@@ -145,6 +148,7 @@ func (r *Registration) Close() error {
 	}
 	if p := n.poll.Load(); p != nil {
 		p.wheel.cancelDelay(n)
+		p.tokenDeregistered(tokenSource{node: n})
 	}
 	return nil
 }

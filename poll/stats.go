@@ -45,8 +45,14 @@ type Stats struct {
 	// of the key the kernel holds, no longer matches). A reregistered
 	// descriptor is reported afresh under its new interest.
 	Stale uint64
+	// SharedTokens counts Register and Reregister calls that gave a
+	// source a Token another source registered with this Poll held at
+	// the time (see Token). Counted only in a build with the
+	// unipoll_debug tag, which keeps each source's Token for it; 0 in a
+	// normal build.
+	SharedTokens uint64
 }
 
 type statCounters struct {
-	polls, selects, osEvents, userEvents, emptyWakeups, timedWakeups, stale atomic.Uint64
+	polls, selects, osEvents, userEvents, emptyWakeups, timedWakeups, stale, sharedTokens atomic.Uint64
 }

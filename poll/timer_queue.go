@@ -125,7 +125,7 @@ func (q *TimerQueue) bound() (*wheel, uint16, error) {
 		if q.reg.n.state.Load()&stDropped != 0 {
 			return nil, 0, ErrClosed
 		}
-		return nil, 0, wrapf(ErrNotRegistered, "a TimerQueue needs to be registered before Add")
+		return nil, 0, wrapf(ErrNotRegistered, "TimerQueue.Add before the queue was registered with a Poll")
 	}
 	return &p.wheel, uint16(id), nil
 }

@@ -5,6 +5,9 @@ package signal
 import (
 	"errors"
 	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/poll"
 )
@@ -24,3 +27,16 @@ var (
 )
 
 var errZeroWatcher = fmt.Errorf("%w: nil or zero signal.Watcher (make one with signal.New)", ErrInvalidArgument)
+
+// uncatchable is New's error for SIGKILL or SIGSTOP. It names the signal,
+// and says why, where wrapping the sentinel would end with the signal's
+// description alone ("cannot be caught: killed").
+type uncatchable syscall.Signal
+
+func (e uncatchable) Error() string {
+	return "unipoll: signal: " + unix.SignalName(syscall.Signal(e)) +
+		" cannot be caught: no process may catch, block or ignore it"
+}
+
+// Unwrap makes errors.Is(err, ErrUncatchable) true.
+func (uncatchable) Unwrap() error { return ErrUncatchable }

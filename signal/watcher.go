@@ -125,7 +125,7 @@ func catchable(sig os.Signal) (syscall.Signal, error) {
 		return 0, fmt.Errorf("%w: signal number %d out of range", ErrInvalidArgument, int(n))
 	}
 	if n == syscall.SIGKILL || n == syscall.SIGSTOP {
-		return 0, fmt.Errorf("%w: %v", ErrUncatchable, n)
+		return 0, uncatchable(n)
 	}
 	return n, nil
 }

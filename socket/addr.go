@@ -3,6 +3,7 @@
 package socket
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -47,6 +48,12 @@ func parseInet(network, base, addr string) (inetEndpoint, error) {
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			// Its text repeats the address, which the caller's error
+			// already names: "missing port in address" is what is news.
+			return inetEndpoint{}, fmt.Errorf("%w: %s", ErrInvalidAddr, ae.Err)
+		}
 		return inetEndpoint{}, fmt.Errorf("%w: %w", ErrInvalidAddr, err)
 	}
 	port, err := parsePort(portStr)

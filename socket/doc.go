@@ -93,7 +93,12 @@
 // is the single value ErrWouldBlock, not a wrapped error: it matches both
 // errors.Is(err, ErrWouldBlock) and errors.Is(err, unix.EAGAIN). Other
 // failures of system calls are *os.SyscallError values (match the errno with
-// errors.Is), and a stream whose peer has closed its side reads io.EOF.
+// errors.Is), and a stream whose peer has closed its side reads io.EOF. A
+// connect that DialTCP started and the kernel then refused is the dial's
+// failure, wrapped as DialTCP wraps one it sees at once ("socket: dial tcp
+// 192.0.2.1:80: connect: connection refused"), whether ConnectError, Read
+// or Write is the first to hear of it. The package's other errors name it
+// once, then the call and its address, then why.
 //
 // Two packages have a closed sentinel. A socket's own errors after Close
 // (or before it was ever opened) match both socket.ErrClosed and

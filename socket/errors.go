@@ -14,6 +14,12 @@ import (
 
 // Errors returned by this package; match them with errors.Is.
 //
+// Every one but ErrWouldBlock comes wrapped with what failed, and that
+// wrapping names the package once: "socket: dial tcp example.org:80:
+// address needs name resolution: host "example.org" is not an IP
+// address". So their own text has no "socket:" of its own (as the closed
+// sentinel, net.ErrClosed, has none).
+//
 // Which closed sentinel comes from where: an operation on a socket that is
 // closed (or was never opened) fails with an error matching both ErrClosed
 // (net.ErrClosed) and poll.ErrClosed, whether it is called on the socket or
@@ -33,7 +39,7 @@ var (
 	// so code that handles a closed socket handles this one too; ErrNotOpen
 	// tells the two apart. A zero socket never touches a descriptor (not
 	// even 0, stdin).
-	ErrNotOpen = errors.New("socket: not open")
+	ErrNotOpen = errors.New("not open")
 
 	// ErrWouldBlock is returned, unwrapped, when a non-blocking operation
 	// cannot proceed yet: wait for the next Readable (or Writable) event and
@@ -42,12 +48,12 @@ var (
 
 	// ErrInvalidNetwork is returned for a network name the constructor does
 	// not accept, or an address of the wrong family for the network.
-	ErrInvalidNetwork = errors.New("socket: invalid network")
+	ErrInvalidNetwork = errors.New("invalid network")
 
 	// ErrInvalidAddr is returned for an address that is malformed (no port,
 	// a port out of range) or of the wrong type, such as a *net.TCPAddr
 	// given to (*UDPConn).WriteTo.
-	ErrInvalidAddr = errors.New("socket: invalid address")
+	ErrInvalidAddr = errors.New("invalid address")
 
 	// ErrNeedsResolve is returned by DialTCP, ListenTCP, DialUDP and
 	// ListenUDP for an address whose host is a name rather than an IP
@@ -55,12 +61,12 @@ var (
 	// can block for seconds, which an event loop must not do. No socket is
 	// opened. Resolve the name off the loop and pass the addresses; see
 	// DialTCP.
-	ErrNeedsResolve = errors.New("socket: address needs name resolution")
+	ErrNeedsResolve = errors.New("address needs name resolution")
 
 	// ErrWrongSocketType is returned when adopting a descriptor that is not
 	// a socket of the family and type asked for (a listening socket given to
 	// AdoptTCPConn, a datagram socket given to AdoptTCPListener, ...).
-	ErrWrongSocketType = errors.New("socket: wrong socket type")
+	ErrWrongSocketType = errors.New("wrong socket type")
 )
 
 // wouldBlock is ErrWouldBlock's type. It is a comparable zero-size value so

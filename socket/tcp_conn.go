@@ -4,7 +4,6 @@ package socket
 
 import (
 	"net"
-	"os"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -23,60 +22,11 @@ type TCPConn struct {
 	s      sock
 	local  *net.TCPAddr
 	remote *net.TCPAddr
-	// connErr keeps the first failure ConnectError read: SO_ERROR is
-	// cleared by reading it, and a caller may ask more than once.
+	// connErr keeps the first failure of the connect that ConnectError,
+	// Read or Write saw: the kernel tells it once, and a caller may ask
+	// more than once (tcp_dial.go).
 	connErr atomic.Pointer[error]
-}
-
-// DialTCP starts a connection to addr and returns without waiting for it.
-// network is "tcp", "tcp4" or "tcp6". addr is "host:port" with host an IP
-// literal ("192.0.2.1", "[2001:db8::1]", "[fe80::1%eth0]"; empty for the
-// local system) and port a number.
-//
-// A host name or a service name would need a lookup, which can block for
-// seconds, and DialTCP runs inside an event loop: it refuses one with
-// ErrNeedsResolve and opens nothing. Resolve names off the loop instead,
-// for example with net.DefaultResolver.LookupNetIP in another goroutine
-// that hands the addresses back to the loop (through a poll.Registration or
-// the channel package), then dial them in turn until one connects; see the
-// example.
-//
-// Register the conn for Writable (and Error|Hup, to hear about failure
-// directly): it becomes writable when the handshake completes and reports
-// Error or Hup when it fails. Then call ConnectError to tell which; a
-// spurious event (which Poll allows) shows as ErrWouldBlock from it. A
-// failure the kernel knows at once, such as no route, is returned by
-// DialTCP itself.
-func DialTCP(network, addr string) (*TCPConn, error) {
-	c, err := dialTCP(network, addr)
-	if err != nil {
-		return nil, opError("dial "+network, addr, err)
-	}
-	return c, nil
-}
-
-func dialTCP(network, addr string) (*TCPConn, error) {
-	e, err := tcpSocket(network, addr)
-	if err != nil {
-		return nil, err
-	}
-	if err := connect(e.fd, e.sa); err != nil {
-		unix.Close(e.fd)
-		return nil, err
-	}
-	return newTCPConn(e.fd, e.addr)
-}
-
-// connect starts a non-blocking connect. EINPROGRESS is the normal answer;
-// EINTR means the same for a non-blocking socket (the handshake goes on,
-// and retrying would only get EALREADY), as package net treats it.
-func connect(fd int, sa unix.Sockaddr) error {
-	switch err := unix.Connect(fd, sa); err {
-	case nil, unix.EINPROGRESS, unix.EINTR, unix.EALREADY:
-		return nil
-	default:
-		return os.NewSyscallError("connect", err)
-	}
+	dial    *dialing // DialTCP's connect until the conn is seen connected; nil if not dialed
 }
 
 // newTCPConn wraps a connected (or connecting) descriptor, taking ownership
@@ -113,13 +63,25 @@ func (c *TCPConn) sockOf() *sock {
 // a new event, unless the event reported Hup (read on to io.EOF). A pass
 // that ends after a full buffer must read again, or wait for an event that
 // may never come. See the package doc.
-func (c *TCPConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
+func (c *TCPConn) Read(b []byte) (int, error) {
+	n, err := c.sockOf().readStream(b)
+	if c != nil && c.dial != nil && c.dial.pending.Load() {
+		return c.dialed(n, err)
+	}
+	return n, err
+}
 
 // Write writes b, or as much of it as fits in the socket's send buffer: a
 // short write returns the count and ErrWouldBlock, and the caller sends the
 // rest on the next Writable event. Under Edge, only ErrWouldBlock ends a
 // write pass: the next Writable event comes after one.
-func (c *TCPConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
+func (c *TCPConn) Write(b []byte) (int, error) {
+	n, err := c.sockOf().write(b)
+	if c != nil && c.dial != nil && c.dial.pending.Load() {
+		return c.dialed(n, err)
+	}
+	return n, err
+}
 
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
 // read everything sent before, and may still send back; this side can still
@@ -138,31 +100,6 @@ func (c *TCPConn) SetNoDelay(noDelay bool) error {
 		v = 1
 	}
 	return c.sockOf().setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
-}
-
-// ConnectError tells how a connect started by DialTCP went, once the conn
-// has reported Writable, Error or Hup: nil when it is connected, the
-// failure (matching unix.ECONNREFUSED, unix.ETIMEDOUT, ...) when it failed,
-// and ErrWouldBlock while it is still in progress (after a spurious event;
-// under Edge the registration is re-armed, so the real event still comes).
-// The failure is remembered, so later calls report it too.
-func (c *TCPConn) ConnectError() error {
-	if c == nil {
-		return notOpenError("connect")
-	}
-	if p := c.connErr.Load(); p != nil {
-		return *p
-	}
-	errno, err := c.s.connectErrno()
-	if err != nil {
-		return err
-	}
-	if errno != 0 {
-		err := error(os.NewSyscallError("connect", errno))
-		c.connErr.CompareAndSwap(nil, &err)
-		return *c.connErr.Load()
-	}
-	return nil
 }
 
 // LocalAddr is the conn's own address (a *net.TCPAddr), or nil for a conn

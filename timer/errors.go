@@ -23,3 +23,8 @@ var (
 )
 
 var errZero = fmt.Errorf("%w: nil or zero timer.Timer (make one with timer.New)", ErrInvalidArgument)
+
+// errSetUnregistered is Set's ErrNotRegistered, in the words of the call
+// the user made: the TimerQueue's own names its Add, which they never
+// called.
+var errSetUnregistered = fmt.Errorf("%w: Timer.Set before the Timer was registered with a Poll", ErrNotRegistered)

@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"errors"
 	"iter"
 	"time"
 
@@ -128,6 +129,9 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 		return uint64(k), nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrNotRegistered) {
+			err = errSetUnregistered
+		}
 		return Timeout{}, err
 	}
 	return Timeout{id}, nil

@@ -10,7 +10,8 @@ import (
 // The parser's fuzz targets. go test runs their seeds and the corpus in
 // testdata/fuzz; go test -fuzz=FuzzParse ./examples/resp explores further.
 //
-// Smaller limits than the server's, so that the fuzzer reaches them.
+// Smaller limits than the server's, so that the fuzzer reaches them; a
+// bulk string and its CRLF fit within maxInline (see stillPossible).
 var fuzzLimits = limits{maxArgs: 8, maxBulk: 64, maxInline: 128, maxTotal: 512}
 
 var parseSeeds = []string{
@@ -26,14 +27,18 @@ var parseSeeds = []string{
 	"*1\r\n$3\r\nab",
 	"\"unbalanced\r\n",
 	"*2\r\n$1\r\na\r\n$1\r\nb\r\n*1\r\n$4\r\nPING\r\n",
+	"*1111111111111111111111111111111111111111", // header lines with no end yet
+	"*1\r\n$1111111111111111111111111111111111111",
 }
 
 // FuzzParse runs the parser over arbitrary input the way a session does,
 // request after request, and checks what it promises: it never panics or
 // reads outside its input; a request consumes at least one byte and no
 // more than there is; every argument lies inside the request and within
-// the limits; and a request that parses whole is, cut anywhere short of
-// its end, reported incomplete, never as an error or as another request.
+// the limits; a request that parses whole is, cut anywhere short of its
+// end, reported incomplete, never as an error or as another request; and
+// incomplete is said only of input that could still become a request,
+// never of a line that has outgrown the line bound (see stillPossible).
 func FuzzParse(f *testing.F) {
 	for _, s := range parseSeeds {
 		f.Add([]byte(s))
@@ -48,6 +53,7 @@ func FuzzParse(f *testing.F) {
 			var err error
 			args, n, err = parse(rest, args, fuzzLimits)
 			if errors.Is(err, errIncomplete) {
+				stillPossible(t, rest)
 				return
 			}
 			if err != nil {
@@ -80,6 +86,27 @@ func FuzzParse(f *testing.F) {
 			off += n
 		}
 	})
+}
+
+// stillPossible checks input the parser called incomplete: it must be
+// able to become a request, so its unended last line (after its last line
+// end, if any) is within the line bound, and the parser must not wait
+// beyond it. Its last line is an inline command, a "*" or "$" header, or
+// part of a bulk string, which fuzzLimits keeps short enough that it and
+// its CRLF fit within the bound too. Grown with digits (what keeps a
+// header a plausible length) to one byte past the bound, with no line
+// end, the input is refused: the inline or header line is too long, or
+// the bulk string is not followed by CRLF.
+func stillPossible(t *testing.T, in []byte) {
+	t.Helper()
+	last := len(in) - (bytes.LastIndexByte(in, '\n') + 1)
+	if last > fuzzLimits.maxInline {
+		t.Fatalf("%q is incomplete with an unended line of %d bytes, bound %d", in, last, fuzzLimits.maxInline)
+	}
+	grown := append(append([]byte(nil), in...), bytes.Repeat([]byte("1"), fuzzLimits.maxInline+1-last)...)
+	if _, _, err := parse(grown, nil, fuzzLimits); errors.Is(err, errIncomplete) {
+		t.Fatalf("%q, grown to an unended line of %d bytes, is still incomplete", in, fuzzLimits.maxInline+1)
+	}
 }
 
 // inside reports whether a lies within b (or is empty).

@@ -14,7 +14,9 @@ import (
 //
 // Everything a peer declares is checked before it is trusted: a bulk
 // string or an array longer than the limits is refused at its header,
-// before its body arrives, so no buffer is ever sized by a peer.
+// before its body arrives, so no buffer is ever sized by a peer. Nor is a
+// line waited for without end: an inline command or a "*" or "$" header
+// line that has not ended within maxInline bytes is refused then.
 
 // limits bound a request.
 type limits struct {
@@ -110,11 +112,13 @@ func parse(in []byte, args [][]byte, lim limits) ([][]byte, int, error) {
 
 // parseHeader parses the integer of a "*n\r\n" or "$n\r\n" line starting
 // at in[at] (after the type byte), and returns it and where the next line
-// starts.
+// starts. A line with no end yet is bounded as an inline one is: counted
+// from its type byte, as redis counts it, it may grow to maxInline bytes
+// and is refused with tooBig past that.
 func parseHeader(in []byte, at int, lim limits, tooBig error) (int64, int, error) {
 	nl := bytes.IndexByte(in[at:], '\n')
 	if nl < 0 {
-		if len(in)-at > lim.maxInline {
+		if len(in)-(at-1) > lim.maxInline {
 			return 0, 0, tooBig
 		}
 		return 0, 0, errIncomplete

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,6 +196,40 @@ func TestProtocolErrors(t *testing.T) {
 	v, err := c.read()
 	require.NoError(t, err)
 	require.Equal(t, respError("ERR Protocol error: too big inline request"), v)
+	require.Equal(t, "PONG", dial(t, srv.Addr().String()).mustDo(t, "PING"))
+}
+
+// A "*" or "$" header line that never ends: refused once it passes the
+// line bound, with an error reply and a close, like any protocol error;
+// the server keeps serving others. One at the bound that does end is an
+// ordinary invalid length. Each is sent in two writes, the first ending
+// with the line's bound-th byte, so the server most likely sees a line of
+// exactly the bound with no end yet, which it must wait on.
+func TestHeaderNeverEnds(t *testing.T) {
+	srv := start(t, config{})
+	bound := srv.cfg.lim.maxInline
+	digits := func(n int) string { return string(bytes.Repeat([]byte("1"), n)) }
+	for _, tc := range []struct {
+		in   string
+		want string
+	}{
+		{"*" + digits(bound), "ERR Protocol error: too big mbulk count string"},
+		{"*1\r\n$" + digits(bound), "ERR Protocol error: too big bulk count string"},
+		{"*" + digits(bound-2) + "\r\n", "ERR Protocol error: invalid multibulk length"},
+		{"*1\r\n$" + digits(bound-2) + "\r\n", "ERR Protocol error: invalid bulk length"},
+	} {
+		c := dial(t, srv.Addr().String())
+		cut := strings.LastIndexAny(tc.in, "*$") + bound
+		for _, part := range []string{tc.in[:cut], tc.in[cut:]} {
+			_, err := c.c.Write([]byte(part))
+			require.NoError(t, err)
+		}
+		v, err := c.read()
+		require.NoError(t, err, "%.20q... (%d bytes)", tc.in, len(tc.in))
+		require.Equal(t, respError(tc.want), v, "%.20q... (%d bytes)", tc.in, len(tc.in))
+		_, err = c.read()
+		require.ErrorIs(t, err, io.EOF, "%.20q...: the connection closes", tc.in)
+	}
 	require.Equal(t, "PONG", dial(t, srv.Addr().String()).mustDo(t, "PING"))
 }
 

@@ -112,7 +112,9 @@ func tour(out io.Writer) (err error) {
 		}
 	}
 	st := p.Stats()
-	say("\nOne Poll, %d kinds of source. Stats: %d polls, %d OS events, %d user events, %d waker writes.",
-		len(all), st.Polls, st.OSEvents, st.UserEvents, st.WakerWrites)
+	// SharedTokens is counted with -tags unipoll_debug: every stop has a
+	// token of its own, so it stays 0.
+	say("\nOne Poll, %d kinds of source. Stats: %d polls, %d OS events, %d user events, %d waker writes, %d registrations under a shared token.",
+		len(all), st.Polls, st.OSEvents, st.UserEvents, st.WakerWrites, st.SharedTokens)
 	return nil
 }
