@@ -30,6 +30,8 @@
 //     Watcher.Close.
 //   - ExitStatus: Exited, ExitCode, Signaled, Signal, CoreDumped, Success,
 //     Sys, String (as os.ProcessState's).
+//   - ReadStats: the SIGCHLD fallback's table (open fallback Watchers,
+//     pids not yet reported, scans), process-wide.
 //   - Errors: ErrNotExited, ErrReaped, ErrNotChild, ErrNoStatus,
 //     ErrSIGCHLDIgnored, ErrUnsupported, ErrClosed, ErrInvalidArgument.
 //
