@@ -27,9 +27,9 @@ const allStreams = Stdin | Stdout | Stderr
 // Stdio holds this process's ends of the pipes Start made for a command:
 // nil for a stream that was not asked for.
 type Stdio struct {
-	Stdin  *PipeWriter
-	Stdout *PipeReader
-	Stderr *PipeReader
+	Stdin  *PipeWriter // what this process writes to the child's standard input
+	Stdout *PipeReader // what this process reads of the child's standard output
+	Stderr *PipeReader // what this process reads of the child's standard error
 }
 
 // Close closes every pipe s holds (see PipeReader.Close and
