@@ -124,10 +124,10 @@ func BenchmarkThousandExits(b *testing.B) {
 					}
 				}
 				_ = r.Close()
-				before := scans.Load()
+				before := ReadStats().Scans
 				elapsed := thousandExits(b, way, cmds, wr)
 				total += elapsed
-				nscans += scans.Load() - before
+				nscans += ReadStats().Scans - before
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-all")
@@ -261,7 +261,7 @@ func BenchmarkStaggeredExits(b *testing.B) {
 					}
 				}
 				ev := poll.NewEvents(4)
-				before := scans.Load()
+				before := ReadStats().Scans
 				b.StartTimer()
 				t0 := time.Now()
 				for i, c := range cmds {
@@ -272,7 +272,7 @@ func BenchmarkStaggeredExits(b *testing.B) {
 				}
 				total += time.Since(t0)
 				b.StopTimer()
-				nscans += scans.Load() - before
+				nscans += ReadStats().Scans - before
 				for i, c := range cmds {
 					_ = ws[i].Close()
 					_ = c.Wait()

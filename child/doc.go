@@ -1,11 +1,12 @@
 //go:build unix
 
-// Package child reports the exit of child processes through a Poll: a
-// Watcher is a poll.Evented, Readable once its process has exited, so a
-// program waits for children, sockets, signals and channels with one Poll
-// call. It never reaps: reaping stays with the process's owner, whose
-// cmd.Wait() then returns at once with the right status, and children
-// nobody watches are left alone.
+// Package child reports the exit of child processes through a Poll, and
+// carries their standard streams on it: a Watcher is a poll.Evented,
+// Readable once its process has exited, and the pipes Start makes are
+// poll.Evented too, so a program waits for children, their output,
+// sockets, signals and channels with one Poll call. It never reaps:
+// reaping stays with the process's owner, whose cmd.Wait() then returns at
+// once with the right status, and children nobody watches are left alone.
 //
 // How a Watcher learns of the exit (Method):
 //
@@ -30,8 +31,15 @@
 //     Watcher.Close.
 //   - ExitStatus: Exited, ExitCode, Signaled, Signal, CoreDumped, Success,
 //     Sys, String (as os.ProcessState's).
+//   - Start starts an exec.Cmd with pipes for the Streams asked for
+//     (Stdin, Stdout, Stderr) and returns a Stdio: a PipeWriter for its
+//     input, PipeReaders for its output, each a poll.Evented with Read or
+//     Write, Fd, String and Close.
+//   - ReadStats: the SIGCHLD fallback's table (open fallback Watchers,
+//     pids not yet reported, scans), process-wide.
 //   - Errors: ErrNotExited, ErrReaped, ErrNotChild, ErrNoStatus,
-//     ErrSIGCHLDIgnored, ErrUnsupported, ErrClosed, ErrInvalidArgument.
+//     ErrSIGCHLDIgnored, ErrUnsupported, ErrClosed, ErrInvalidArgument,
+//     ErrWouldBlock.
 //
 // A typical use:
 //
@@ -45,4 +53,39 @@
 //	st, _ := w.Status() // how it ended, without reaping
 //	_ = cmd.Wait()      // returns at once: the process has exited
 //	w.Close()
+//
+// # Child output on the Poll
+//
+// cmd.Wait() returns at once after the exit event only if nothing else
+// holds it. os/exec connects a stream that is nil (the null device) or an
+// *os.File straight to the child; any other value (a bytes.Buffer, an
+// io.Writer, an io.Reader for Stdin) it copies through a pipe on a
+// goroutine of its own, and cmd.Wait() waits for that goroutine, which
+// ends only at the pipe's end of file. A grandchild that inherited the pipe
+// (a daemon, `sh -c 'sleep 60 &'`) keeps it open, and cmd.Wait() blocks
+// until the grandchild exits, and with it the goroutine that called it: on
+// an event loop, the whole loop. exec.Cmd.WaitDelay bounds that wait (after
+// it, cmd.Wait() closes the pipes and returns exec.ErrWaitDelay, output
+// not yet copied is lost), but does not remove it.
+//
+// Start removes it: the child's ends of its pipes are *os.File values, so
+// os/exec copies nothing, and this process reads and writes its own ends
+// on the Poll, with no goroutine:
+//
+//	cmd := exec.Command("make", "all")
+//	pipes, err := child.Start(cmd, child.Stdout|child.Stderr)
+//	...
+//	w, err := child.WatchCmd(cmd)
+//	p.Register(pipes.Stdout, outToken, poll.Readable, poll.Edge)
+//	p.Register(pipes.Stderr, errToken, poll.Readable, poll.Edge)
+//	p.Register(w, childToken, poll.Readable, poll.Edge)
+//	...
+//	// on outToken: pipes.Stdout.Read until ErrWouldBlock (or io.EOF: Close it)
+//	// on childToken: cmd.Wait() returns at once, whoever holds the pipes
+//
+// The rule, for a program that must not block on cmd.Wait(): give every
+// stream an *os.File, nil, or a pipe from Start; never a Go reader or
+// writer, or set WaitDelay and accept its wait. (cmd.StdoutPipe starts no
+// goroutine either, but cmd.Wait() closes that pipe, so output not read by
+// then is lost, and reading it blocks a goroutine.)
 package child

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -35,9 +37,27 @@ var (
 	// ErrClosed is poll.ErrClosed: the Watcher has been closed.
 	ErrClosed = poll.ErrClosed
 	// ErrInvalidArgument is poll.ErrInvalidArgument: a nil process or
-	// command, a command not started, a released process, a nil or zero
-	// Watcher, a nil or foreign signal.
+	// command, a command not started (or, for Start, started already), a
+	// released process, a nil or zero Watcher or pipe, a nil or foreign
+	// signal, a stream Start cannot pipe.
 	ErrInvalidArgument = poll.ErrInvalidArgument
+	// ErrWouldBlock is returned, unwrapped, by a pipe's Read when the pipe
+	// is empty and by its Write when it is full: wait for the next
+	// Readable (or Writable) event and try again. It matches
+	// errors.Is(err, unix.EAGAIN) too, as socket.ErrWouldBlock does.
+	ErrWouldBlock error = wouldBlock{}
 )
+
+// wouldBlock is ErrWouldBlock's type: a comparable zero-size value, so
+// that returning it allocates nothing, which unwraps to EAGAIN.
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string { return "unipoll: pipe would block" }
+
+// Unwrap makes errors.Is(ErrWouldBlock, unix.EAGAIN) true.
+func (wouldBlock) Unwrap() error { return unix.EAGAIN }
+
+// Timeout reports true, as EAGAIN does, for callers that test for it.
+func (wouldBlock) Timeout() bool { return true }
 
 var errZeroWatcher = fmt.Errorf("%w: nil or zero child.Watcher (make one with child.Watch)", ErrInvalidArgument)

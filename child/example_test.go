@@ -3,7 +3,9 @@
 package child_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os/exec"
 	"syscall"
 
@@ -70,4 +72,86 @@ func ExampleWatcher_Signal() {
 	fmt.Println(ps, err)
 	// Output:
 	// signal: terminated <nil>
+}
+
+// Start gives a command pipes that are sources on the Poll: its output is
+// read there along with its exit, with no goroutine copying it, and
+// cmd.Wait() after the exit event returns at once, whoever else still holds
+// the pipes (a grandchild, say).
+func ExampleStart() {
+	p, err := poll.New()
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	cmd := exec.Command("/bin/sh", "-c", "echo hello; echo oops >&2; exit 2")
+	pipes, err := child.Start(cmd, child.Stdout|child.Stderr)
+	if err != nil {
+		panic(err)
+	}
+	defer pipes.Close()
+	w, err := child.WatchCmd(cmd)
+	if err != nil {
+		panic(err)
+	}
+	defer w.Close()
+	const exitToken, outToken, errToken = 1, 2, 3
+	for _, err := range []error{
+		p.Register(w, exitToken, poll.Readable, poll.Edge),
+		// Hup too: under Edge, an event that brings the end of the output
+		// with the last of it makes no other event, so read on to io.EOF.
+		p.Register(pipes.Stdout, outToken, poll.Readable|poll.Hup, poll.Edge),
+		p.Register(pipes.Stderr, errToken, poll.Readable|poll.Hup, poll.Edge),
+	} {
+		if err != nil {
+			panic(err)
+		}
+	}
+
+	// read takes what a pipe holds, and reports the end of its output.
+	buf := make([]byte, 512)
+	read := func(r *child.PipeReader, into *bytes.Buffer) (eof bool) {
+		for {
+			n, err := r.Read(buf)
+			into.Write(buf[:n])
+			switch {
+			case err == io.EOF:
+				return true
+			case err == child.ErrWouldBlock:
+				return false // the next edge brings us back
+			case err != nil:
+				panic(err)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	events := poll.NewEvents(8)
+	for left := 3; left > 0; {
+		if _, err := p.Poll(events, -1); err != nil {
+			panic(err)
+		}
+		for ev := range events.All() {
+			switch ev.Token {
+			case exitToken:
+				st, _ := w.Status()
+				fmt.Println("exited:", st)
+				fmt.Println("cmd.Wait:", cmd.Wait()) // at once: no pipe to wait for
+				left--
+			case outToken:
+				if read(pipes.Stdout, &stdout) {
+					left--
+				}
+			case errToken:
+				if read(pipes.Stderr, &stderr) {
+					left--
+				}
+			}
+		}
+	}
+	fmt.Printf("stdout %q, stderr %q\n", stdout.String(), stderr.String())
+	// Output:
+	// exited: exit status 2
+	// cmd.Wait: exit status 2
+	// stdout "hello\n", stderr "oops\n"
 }

@@ -58,7 +58,8 @@ func noLeakRound(t *testing.T) {
 		for _, w := range ws {
 			require.NoError(t, w.Close())
 		}
-		require.Zero(t, watchedPids(), "%s: pids left in the table", pa.name)
+		require.Zero(t, ReadStats().Watched, "%s: pids left in the table", pa.name)
+		require.Zero(t, ReadStats().Watchers, "%s: fallback Watchers left open", pa.name)
 		require.Zero(t, sigrelay.Active(), "%s: relay entries left", pa.name)
 		for _, cmd := range cmds { // the runtime holds a pidfd per unreaped child
 			_ = cmd.Process.Kill()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,8 +30,10 @@ import (
 // Invariants:
 //
 //	T1. table.mu guards table.pids. A Watcher is in table.pids[pid] from
-//	    Watch until its exit is seen (or it is closed); an entry whose exit
-//	    is seen is removed before its Watchers are marked.
+//	    Watch until it is marked (its exit, or its reaping, seen) or
+//	    closed. It is marked first and removed after, so a pid that has
+//	    left the table has every Watcher of it ready: ReadStats lets a
+//	    program (and the tests) rely on that.
 //	T2. table is subscribed to SIGCHLD exactly while table.users > 0.
 //	    subMu serialises the changes of users with Subscribe and
 //	    Unsubscribe, and is never taken on the relay's goroutine, so an
@@ -45,15 +48,18 @@ import (
 //	    (a scan, or Status), under sigchldWatch.mu: in edge mode the exit is
 //	    one edge.
 //	T5. No lock is held across another: the scan copies the pids under
-//	    table.mu, calls waitid without it, then takes table.mu to remove
-//	    what exited, then marks Watchers under their own mu.
+//	    table.mu, calls waitid without it, takes table.mu to copy the
+//	    Watchers of a pid that exited, marks them under their own mu, then
+//	    takes table.mu again to remove them (T1).
 //
 // Limits: the table knows processes by pid. If an owner reaps a process
-// before any scan saw its exit, its Watcher learns ECHILD (ErrReaped) at
-// the next scan; should the pid have been reused by a new child of this
-// process in between, the old Watcher would follow the new process. Owners
-// that reap only after the Watcher's event (the way this package is meant
-// to be used) never meet this; the pidfd path has no such window.
+// before any scan saw its exit, the next scan (the reaped child's SIGCHLD
+// brings one) finds ECHILD: the Watcher is made Readable and leaves the
+// table all the same, and its Status returns ErrReaped. Should the pid
+// have been reused by a new child of this process in between, the old
+// Watcher would follow the new process. Owners that reap only after the
+// Watcher's event (the way this package is meant to be used) never meet
+// this; the pidfd path has no such window.
 //
 // Cost: a scan is one waitid per watched pid (Linux 5.13 and later find the
 // pid directly; earlier kernels walk the children for each call). SIGCHLDs
@@ -68,7 +74,7 @@ var table struct {
 
 var subMu sync.Mutex // T2
 
-// scans counts the scans made, for tests and benchmarks.
+// scans counts the scans made (ReadStats).
 var scans atomic.Uint64
 
 // tableSub is the table's subscription to SIGCHLD.
@@ -143,11 +149,11 @@ func scan() {
 			continue
 		}
 		table.mu.Lock()
-		ws := table.pids[pid]
-		delete(table.pids, pid)
+		ws := slices.Clone(table.pids[pid]) // unlist edits the table's slice
 		table.mu.Unlock()
 		for _, m := range ws {
-			m.mark(st, err)
+			m.mark(st, err) // T1: marked, then removed
+			m.unlist()
 		}
 	}
 }
@@ -159,8 +165,8 @@ func (m *sigchldWatch) look() {
 	if err == nil && !exited {
 		return
 	}
+	m.mark(st, err) // T1: marked, then removed
 	m.unlist()
-	m.mark(st, err)
 }
 
 // unlist removes m from the table (T1).
@@ -245,9 +251,9 @@ func (m *sigchldWatch) close() error {
 	return err
 }
 
-// watchedPids returns how many pids the table holds (for tests).
-func watchedPids() int {
+// readStats is ReadStats on Linux.
+func readStats() Stats {
 	table.mu.Lock()
 	defer table.mu.Unlock()
-	return len(table.pids)
+	return Stats{Watchers: table.users, Watched: len(table.pids), Scans: scans.Load()}
 }

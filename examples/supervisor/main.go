@@ -6,8 +6,12 @@
 // to its children and exits once they have, and reports every exit status.
 //
 // Everything it waits for comes back from one Poll call: a signal.Watcher
-// for SIGTERM and SIGINT, a child.Watcher per running command, and one
-// timer.Timer whose values are the commands due for a restart.
+// for SIGTERM and SIGINT, a child.Watcher per running command and the
+// pipes of its stdout and stderr (child.Start), and one timer.Timer whose
+// values are the commands due for a restart. A command's output is passed
+// on line by line, prefixed with the command's number and "out" or "err";
+// no goroutine copies it, so a process a command leaves running (a daemon,
+// `sleep 60 &`) cannot hold up the supervisor when the command exits.
 //
 // Each argument is run with /bin/sh -c; start it with exec when it is one
 // program, so that the signals the supervisor forwards reach that program

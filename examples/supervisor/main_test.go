@@ -206,3 +206,44 @@ func TestShortCommandsThenSIGTERM(t *testing.T) {
 	require.Contains(t, out, "got terminated; forwarded to", out)
 	require.True(t, strings.HasSuffix(out, "supervisor: all commands are done"), out)
 }
+
+// Each command's output comes through the supervisor's Poll, line by line
+// with its number and stream, up to the last byte written before the exit
+// (an unended last line included), and a long output in order.
+func TestCapturesOutput(t *testing.T) {
+	s := startSupervisor(t, "-max-restarts", "0",
+		`echo hello; echo oops >&2; printf 'no newline'`,
+		`i=0; while [ $i -lt 5000 ]; do echo "line $i"; i=$((i+1)); done; echo last`)
+	out := s.finish(t)
+	for _, want := range []string{"[1] out: hello", "[1] err: oops", "[1] out: no newline", "[2] out: last"} {
+		require.Contains(t, strings.Split(out, "\n"), want, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "[2] out: line ") {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 5000)
+	for i, l := range lines {
+		require.Equal(t, fmt.Sprintf("[2] out: line %d", i), l)
+	}
+}
+
+// A command that leaves a process running, which holds its stdout, is
+// reported as soon as it exits, and the supervisor finishes: it waits for
+// no pipe (with a Go writer as the command's stdout, cmd.Wait() would wait
+// for the leftover sleep, 30 s).
+func TestLeftoverProcessHoldsNothing(t *testing.T) {
+	start := time.Now()
+	s := startSupervisor(t, "-max-restarts", "0", "sleep 30 & echo left $!")
+	m := s.waitLine(t, `^\[1\] out: left (\d+)$`)
+	leftover, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(leftover, syscall.SIGKILL) })
+	s.waitLine(t, `\[1\] pid \d+ exited: exit status 0`)
+	out := s.finish(t)
+	require.Less(t, time.Since(start), 10*time.Second, "the supervisor waited for the leftover process:\n%s", out)
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", leftover))
+	require.NoError(t, err, "the leftover process was killed, not left alone")
+}

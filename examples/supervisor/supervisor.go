@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -23,14 +22,23 @@ type config struct {
 	maxRestarts                 int // -1: no limit
 }
 
-// Tokens: one for the signals, one for the back-off timer, then one per
-// command for its child Watcher.
+// Tokens: one for the signals, one for the back-off timer, then three per
+// command: its child Watcher, its stdout and its stderr.
 const (
 	sigToken   poll.Token = 1
 	timerToken poll.Token = 2
+	firstTask  poll.Token = 3
 )
 
-func childToken(i int) poll.Token { return poll.Token(3 + i) }
+// Which of a command's tokens an event is for.
+const (
+	exitSource = iota
+	stdoutSource
+	stderrSource
+	sourcesPerTask
+)
+
+func taskToken(i, source int) poll.Token { return firstTask + poll.Token(i*sourcesPerTask+source) }
 
 // task is one command line and its current process, if any.
 type task struct {
@@ -38,6 +46,7 @@ type task struct {
 	command  string
 	cmd      *exec.Cmd      // the running process, or nil
 	w        *child.Watcher // its Watcher, or nil
+	out      [2]*output     // its stdout and stderr, until they end or it exits
 	started  time.Time
 	restarts int
 	delay    time.Duration // the next back-off
@@ -56,6 +65,7 @@ type supervisor struct {
 	backoff  *timer.Timer[int] // restarts due, as task indexes
 	tasks    []*task
 	stopping bool
+	buf      []byte // for reading the commands' output
 }
 
 func (s *supervisor) say(format string, args ...any) {
@@ -88,7 +98,7 @@ func run(commands []string, cfg config, out io.Writer) error {
 	if err := p.Register(backoff, timerToken, poll.Readable, poll.Edge); err != nil {
 		return err
 	}
-	s := &supervisor{cfg: cfg, out: out, p: p, sigs: sigs, backoff: backoff}
+	s := &supervisor{cfg: cfg, out: out, p: p, sigs: sigs, backoff: backoff, buf: make([]byte, 16<<10)}
 	defer s.cleanup()
 	for i, c := range commands {
 		s.tasks = append(s.tasks, &task{n: i + 1, command: c, delay: cfg.backoff})
@@ -110,7 +120,13 @@ func run(commands []string, cfg config, out io.Writer) error {
 					s.restartDue(i)
 				}
 			default:
-				s.exited(int(ev.Token - childToken(0)))
+				k := int(ev.Token - firstTask)
+				i, source := k/sourcesPerTask, k%sourcesPerTask
+				if source == exitSource {
+					s.exited(i)
+				} else {
+					s.readable(i, source-stdoutSource)
+				}
 			}
 		}
 	}
@@ -118,24 +134,34 @@ func run(commands []string, cfg config, out io.Writer) error {
 	return nil
 }
 
-// start starts task i's command and watches it. A command that cannot be
-// started is given up.
+// start starts task i's command with pipes for its stdout and stderr
+// (child.Start), and watches it. Its output comes back through the Poll,
+// line by line, with no goroutine copying it, and cmd.Wait() waits for the
+// process alone, never for a pipe that a process it left running still
+// holds. A command that cannot be started, or watched, is given up.
 func (s *supervisor) start(i int) {
 	t := s.tasks[i]
 	cmd := exec.Command("/bin/sh", "-c", t.command)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	pipes, err := child.Start(cmd, child.Stdout|child.Stderr)
+	if err != nil {
 		s.say("[%d] %v; giving up", t.n, err)
 		t.done = true
 		return
 	}
 	w, err := child.WatchCmd(cmd)
 	if err == nil {
-		err = s.p.Register(w, childToken(i), poll.Readable, poll.Edge)
+		err = s.p.Register(w, taskToken(i, exitSource), poll.Readable, poll.Edge)
+	}
+	var outs [2]*output
+	for k, r := range []*child.PipeReader{pipes.Stdout, pipes.Stderr} {
+		if err == nil {
+			outs[k], err = newOutput(s.p, taskToken(i, stdoutSource+k), t.n, [2]string{"out", "err"}[k], r)
+		}
 	}
 	if err != nil {
 		// Not watched, so nothing would ever report it: end it here.
 		s.say("[%d] watching pid %d: %v; giving up", t.n, cmd.Process.Pid, err)
+		_ = pipes.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if w != nil {
@@ -144,8 +170,28 @@ func (s *supervisor) start(i int) {
 		t.done = true
 		return
 	}
-	t.cmd, t.w, t.started = cmd, w, time.Now()
+	t.cmd, t.w, t.out, t.started = cmd, w, outs, time.Now()
 	s.say("[%d] started pid %d: %s", t.n, cmd.Process.Pid, t.command)
+}
+
+// readable passes on the output task i's stream k (0 stdout, 1 stderr)
+// has for us; at its end the stream is closed.
+func (s *supervisor) readable(i, k int) {
+	t := s.tasks[i]
+	if o := t.out[k]; o != nil && o.readable(s.out, s.buf) {
+		t.out[k] = nil
+	}
+}
+
+// endOutput passes on what task i's streams still hold, and closes them:
+// the command has exited, so everything it wrote is there (see output).
+func (s *supervisor) endOutput(t *task) {
+	for k, o := range t.out {
+		if o != nil && !o.readable(s.out, s.buf) {
+			o.close(s.out)
+		}
+		t.out[k] = nil
+	}
 }
 
 // exited reports task i's exit, reaps the process, and schedules a
@@ -162,7 +208,8 @@ func (s *supervisor) exited(i int) {
 	}
 	pid := t.w.Pid()
 	_ = t.w.Close()
-	_ = t.cmd.Wait() // returns at once: the process has exited
+	s.endOutput(t)
+	_ = t.cmd.Wait() // returns at once: the process has exited, and no goroutine copies its output
 	ran := time.Since(t.started).Round(time.Millisecond)
 	how := st.String()
 	if err != nil { // reaped before Status could read it: cmd.Wait has it
@@ -243,6 +290,7 @@ func (s *supervisor) cleanup() {
 			_ = t.w.Close()
 			_ = t.cmd.Process.Kill()
 			_ = t.cmd.Wait()
+			s.endOutput(t)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output"}
 	seen := map[string]bool{}
 	heard := func(l *eventloop.Loop, kind, what string) {
 		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
@@ -144,9 +144,31 @@ func loopTour(out io.Writer) error {
 	say("Added a signal Watcher for SIGUSR2.")
 
 	// 9. A child process: its Watcher reports the exit without reaping, so
-	// the handler reaps it as its owner, and cmd.Wait returns at once.
-	cmd := exec.Command("/bin/sh", "-c", "exit 4")
-	if err := cmd.Start(); err != nil {
+	// the handler reaps it as its owner, and cmd.Wait returns at once. Its
+	// stdout is a pipe (child.Start) with a handler of its own, which reads
+	// until the pipe would block and is removed at the end of the output;
+	// no goroutine copies it, so cmd.Wait waits for no pipe.
+	cmd := exec.Command("/bin/sh", "-c", "echo hello from a child; exit 4")
+	pipes, err := child.Start(cmd, child.Stdout)
+	if err != nil {
+		return err
+	}
+	outBuf := make([]byte, 64)
+	if _, err := l.Add(pipes.Stdout, poll.Readable|poll.Hup, poll.Edge, closer{pipes.Stdout, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		for {
+			n, err := pipes.Stdout.Read(outBuf)
+			if n > 0 {
+				heard(l, "child output", fmt.Sprintf("read %q", outBuf[:n]))
+			}
+			switch {
+			case errors.Is(err, child.ErrWouldBlock):
+				return eventloop.Keep
+			case err != nil: // io.EOF: the output is over (or the pipe failed)
+				return eventloop.Remove
+			}
+		}
+	})}); err != nil {
+		_ = pipes.Close()
 		return err
 	}
 	defer func() {
@@ -170,7 +192,7 @@ func loopTour(out io.Writer) error {
 	})}); err != nil {
 		return err
 	}
-	say("Started `sh -c 'exit 4'` and added a Watcher for its exit.")
+	say("Started `sh -c 'echo hello from a child; exit 4'` and added its stdout and a Watcher for its exit.")
 
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
 		return err

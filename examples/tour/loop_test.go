@@ -21,6 +21,7 @@ func TestLoopTour(t *testing.T) {
 		"signal: user defined signal 2",
 		"child: pid ",
 		"exit status 4; reaped by cmd.Wait",
+		`child output: read "hello from a child\n"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())

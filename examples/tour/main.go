@@ -1,10 +1,10 @@
 // Command tour shows unipoll's one Poll at work: every kind of source the
 // library has (a socket pair, a user-space Registration set from another
 // goroutine, a delayed readiness, a channel fed from another goroutine, a
-// timer, a signal the process sends itself, a child process's exit)
-// registered with the same Poll and coming back from the same Poll call;
-// then the same kinds of work through an eventloop.Loop, a handler per
-// source (loop.go).
+// timer, a signal the process sends itself, a child process's exit and its
+// output) registered with the same Poll and coming back from the same Poll
+// call; then the same kinds of work through an eventloop.Loop, a handler
+// per source (loop.go).
 //
 //	go run ./examples/tour
 //
@@ -41,6 +41,7 @@ type sayFunc func(format string, args ...any)
 
 // stops are the tour, in order; a stop's token is its index plus one.
 func stops() []stop {
+	kid := &childStop{}
 	return []stop{
 		&socketStop{},
 		&registrationStop{},
@@ -48,7 +49,8 @@ func stops() []stop {
 		&channelStop{values: []string{"one", "two", "three"}},
 		&timerStop{},
 		&signalStop{},
-		&childStop{},
+		kid,
+		&childOutputStop{kid: kid}, // after kid, whose start makes the pipe
 	}
 }
 

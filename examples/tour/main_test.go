@@ -27,6 +27,9 @@ func TestTour(t *testing.T) {
 		"(child) is Readable: pid ",
 		"exit status 3, not reaped yet",
 		"then cmd.Wait() returned at once: exit status 3",
+		"(child output) is Readable", // with Hup, if the end came with the data
+		`read "hello from the child\n"`,
+		"end of the child's output",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("tour output lacks %q:\n%s", want, out.String())

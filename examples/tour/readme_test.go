@@ -68,17 +68,19 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("go run of README.md's examples: %v\n%s\nprogram:\n%s", err, stderr.String(), src.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 12 {
-		t.Fatalf("got %d lines, want 12:\n%s", len(lines), stdout.String())
+	if len(lines) != 14 {
+		t.Fatalf("got %d lines, want 14:\n%s", len(lines), stdout.String())
 	}
 	first := slices.Clone(lines[:2])
 	slices.Sort(first)
 	// "1 Readable and 2 Readable, then 3 Readable 50ms later", then "a, b,
 	// c", then "sooner, then later", then the signal, the child's status
-	// read without reaping and what cmd.Wait returned, then the event
-	// loop's "echo".
+	// read without reaping and what cmd.Wait returned, then a child's
+	// output read on the Poll and its cmd.Wait, then the event loop's
+	// "echo".
 	want := []string{"1 Readable", "2 Readable", "3 Readable", "a", "b", "c", "sooner", "later",
-		"user defined signal 1", "signal: terminated", "signal: terminated", "echo"}
+		"user defined signal 1", "signal: terminated", "signal: terminated",
+		"hello from a child", "<nil>", "echo"}
 	got := append(first, lines[2:]...)
 	if !slices.Equal(got, want) {
 		t.Fatalf("output:\n%s\nwant (first two in either order):\n%s", stdout.String(), strings.Join(want, "\n"))

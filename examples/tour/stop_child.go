@@ -10,20 +10,24 @@ import (
 
 // childStop: a child process's exit. The Watcher reads the exit status
 // without reaping; the child stays its owner's (here this stop's) to
-// reap with cmd.Wait, which then returns at once.
+// reap with cmd.Wait, which then returns at once. Its stdout is a pipe
+// from child.Start, which childOutputStop reads on the same Poll: no
+// goroutine copies it, so cmd.Wait waits for no pipe.
 type childStop struct {
-	cmd *exec.Cmd
-	w   *child.Watcher
+	cmd   *exec.Cmd
+	w     *child.Watcher
+	pipes *child.Stdio
 }
 
 func (*childStop) name() string { return "child" }
 
 func (s *childStop) start(p *poll.Poll, tok poll.Token, say sayFunc) error {
-	cmd := exec.Command("/bin/sh", "-c", "exit 3")
-	if err := cmd.Start(); err != nil {
+	cmd := exec.Command("/bin/sh", "-c", "echo hello from the child; exit 3")
+	pipes, err := child.Start(cmd, child.Stdout)
+	if err != nil {
 		return err
 	}
-	s.cmd = cmd
+	s.cmd, s.pipes = cmd, pipes
 	w, err := child.WatchCmd(cmd)
 	if err != nil {
 		return err
@@ -32,7 +36,8 @@ func (s *childStop) start(p *poll.Poll, tok poll.Token, say sayFunc) error {
 	if err := p.Register(w, tok, poll.Readable, poll.Edge); err != nil {
 		return err
 	}
-	say("Started `sh -c 'exit 3'` (pid %d) and watched it (%s) as token %d.", w.Pid(), w.Method(), tok)
+	say("Started `sh -c 'echo hello from the child; exit 3'` (pid %d) with its stdout on a pipe (child.Start),", w.Pid())
+	say("  and watched it (%s) as token %d.", w.Method(), tok)
 	return nil
 }
 
@@ -60,5 +65,6 @@ func (s *childStop) close() error {
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 	}
+	_ = s.pipes.Close()
 	return err
 }
