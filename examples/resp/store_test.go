@@ -38,3 +38,19 @@ func TestParseInteger(t *testing.T) {
 		require.Equal(t, ok, got, "%q", s)
 	}
 }
+
+// An expired key does not exist for SET NX and XX, as for GET: NX sets it,
+// XX refuses, also while the sweep has not dropped it yet.
+func TestStoreSetModesOnExpiredKey(t *testing.T) {
+	db := newStore()
+	past := now() - 1
+	require.True(t, db.set([]byte("k"), []byte("old"), past, setAlways))
+	require.Equal(t, 1, db.size(), "the expired key is still stored, not yet swept")
+	require.False(t, db.set([]byte("k"), []byte("xx"), 0, setXX), "SET XX on an expired key")
+	require.True(t, db.set([]byte("k"), []byte("nx"), 0, setNX), "SET NX on an expired key")
+	v, ok := db.get([]byte("k"), nil, func(dst, v []byte) []byte { return append(dst, v...) })
+	require.True(t, ok)
+	require.Equal(t, "nx", string(v))
+	require.False(t, db.set([]byte("k"), []byte("again"), 0, setNX), "SET NX on a live key")
+	require.True(t, db.set([]byte("k"), []byte("xx"), 0, setXX), "SET XX on a live key")
+}
