@@ -16,7 +16,8 @@
 //   - darwin and the BSDs: a kqueue of the Watcher's own with EVFILT_PROC
 //     NOTE_EXIT for the process, registered with the Poll as a descriptor.
 //   - Linux without pidfd (before 5.4, or refused by seccomp), or with
-//     UseSIGCHLD: SIGCHLD through the signal package's relay and a
+//     UseSIGCHLD: SIGCHLD, heard through the process-wide signal relay
+//     (internal/sigrelay, which the signal package uses too), and a
 //     process-wide table of watched pids, each looked at with
 //     waitid(P_PID, pid, ..., WNOWAIT). Never wait(-1) or P_ALL.
 //

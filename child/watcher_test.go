@@ -367,3 +367,28 @@ func TestErrorsMatch(t *testing.T) {
 	require.True(t, errors.Is(ErrClosed, poll.ErrClosed))
 	require.True(t, errors.Is(ErrInvalidArgument, poll.ErrInvalidArgument))
 }
+
+// Two Watchers of one child, and one is closed while the child runs: the
+// other is still notified of the exit, and, on the SIGCHLD path, the pid
+// stays in the table until then (Close takes out that Watcher alone).
+func TestCloseOneOfTwoWatchers(t *testing.T) {
+	forPaths(t, func(t *testing.T, pa path) {
+		p := newPoll(t)
+		cmd, release := startReading(t)
+		before := ReadStats()
+		w1, w2 := watchOn(t, cmd, pa), watchOn(t, cmd, pa)
+		require.NoError(t, p.Register(w1, 1, poll.Readable, poll.Edge))
+		require.NoError(t, p.Register(w2, 2, poll.Readable, poll.Edge))
+		require.NoError(t, w1.Close())
+		if pa.want == SIGCHLD {
+			require.Equal(t, before.Watched+1, ReadStats().Watched, "closing one Watcher of a pid took the pid out of the table")
+		}
+		release()
+		waitEvent(t, p, 2)
+		st, err := w2.Status()
+		require.NoError(t, err)
+		require.NoError(t, ignoreExit(cmd.Wait()))
+		requireSameStatus(t, st, cmd.ProcessState)
+		expectNoEvent(t, p, 1)
+	})
+}
