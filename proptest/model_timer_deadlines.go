@@ -47,7 +47,8 @@ import (
 // before reports whether a's deadline is surely earlier than b's.
 func (a *timerOut) before(b *timerOut) bool { return a.hi.Before(b.lo) }
 
-// live lists the timeouts neither taken nor cancelled, in the order set.
+// liveOuts lists the timeouts neither taken nor cancelled, in the order
+// set.
 func (im *timerImpl) liveOuts() []*timerOut {
 	out := make([]*timerOut, 0, len(im.outs))
 	for _, o := range im.outs {
@@ -113,12 +114,12 @@ func (im *timerImpl) firedIn(live []*timerOut, e0, e1 int) (time.Time, bool) {
 // due than expired is a late one, whichever it is.
 func lateAt(live []*timerOut, expired int, at time.Time) *timerOut {
 	due := 0
-	var any *timerOut
+	var first *timerOut
 	for _, o := range live {
 		if !o.mustBy.After(at) {
 			due++
-			if any == nil {
-				any = o
+			if first == nil {
+				first = o
 			}
 			if surelyPending(o, live, expired) {
 				return o
@@ -126,7 +127,7 @@ func lateAt(live []*timerOut, expired int, at time.Time) *timerOut {
 		}
 	}
 	if due > expired {
-		return any
+		return first
 	}
 	return nil
 }

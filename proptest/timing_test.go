@@ -79,7 +79,7 @@ var timingStats struct{ onTime, late, undecided atomic.Int64 }
 // counts.
 const timingAttempts = 5
 
-// timed is one deadline of TestDelayTiming.
+// timedDeadline is one deadline of TestDelayTiming.
 type timedDeadline struct {
 	label string
 	reg   *poll.Registration
@@ -165,9 +165,9 @@ func delayTiming(t *rapid.T, be string) {
 
 // timingAttempt sets every deadline and polls until each is reported. It
 // fails the check on an early event or an event not reported by a call
-// that started after it was due (exact); it returns how late the latest
-// deadline was beyond the scheduling delay measured, if it was, and
-// whether the meter could decide.
+// that started after it was due (exact); it returns the first deadline
+// that came late beyond the scheduling delay measured for its call, if
+// one did, and whether the meter could decide every call.
 func timingAttempt(t *rapid.T, p *poll.Poll, ds []*timedDeadline, pauses []int, capacity int, timeout time.Duration, closer *time.Timer) (late string, decided bool) {
 	for i, x := range ds {
 		pause(pauses[i])

@@ -45,7 +45,8 @@ var batchCases = []struct {
 	{"res=3ms/tick=2ms", 2 * time.Millisecond, 16, 3 * time.Millisecond},
 }
 
-// batchWant is how many attempts of each case and mode must be decisive.
+// Each case and mode makes attempts until batchWant of them decided
+// something, at most batchAttempts; at least one must decide.
 const (
 	batchWant     = 3
 	batchAttempts = 30
