@@ -1,6 +1,7 @@
 package poll
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,14 +53,18 @@ type wheelOwner struct {
 	refs    int           // its entries in the wheel (pending)
 	expired keyRing       // keys of its entries that fired, in deadline order
 	closed  bool          // entries are freed as they come up
-	res     time.Duration // the queue's resolution (see wheel.dueOf)
+	res     time.Duration // the queue's resolution in whole ticks (wheel.ownerRes, wheel.dueOf)
 	fired   uint64
 	cancels uint64
 }
 
 // NewTimerQueue returns a TimerQueue whose deadlines are rounded up to a
-// multiple of resolution, so that deadlines close together pass in one
-// tick; a resolution at or below the Poll's WheelTick means the tick.
+// multiple of resolution, counted from the creation of the Poll it is
+// bound to, so that deadlines close together pass in one tick and wake
+// the Poll once. A resolution at or below the Poll's WheelTick means the
+// tick; one that is not a multiple of it is rounded up to one, since the
+// wheel fires only at the start of a tick. A deadline therefore passes
+// never early and less than one resolution (or one tick) late.
 func NewTimerQueue(resolution time.Duration) *TimerQueue {
 	reg, set := NewRegistration()
 	return &TimerQueue{reg: reg, set: set, res: max(resolution, 0)}
@@ -329,15 +334,33 @@ func (w *wheel) newOwner(q *TimerQueue) (uint16, error) {
 	}
 	for id := 1; id < len(w.owners); id++ {
 		if o := &w.owners[id]; o.closed && o.refs == 0 {
-			*o = wheelOwner{q: q, res: q.res}
+			*o = wheelOwner{q: q, res: w.ownerRes(q.res)}
 			return uint16(id), nil
 		}
 	}
 	if len(w.owners) >= maxOwners {
 		return 0, wrapf(ErrInvalidArgument, "more than %d TimerQueues on one Poll", maxOwners-1)
 	}
-	w.owners = append(w.owners, wheelOwner{q: q, res: q.res})
+	w.owners = append(w.owners, wheelOwner{q: q, res: w.ownerRes(q.res)})
 	return uint16(len(w.owners) - 1), nil
+}
+
+// ownerRes is the resolution a queue's deadlines are rounded to: res in
+// whole ticks, rounded up, or 0 (the tick itself) for res at or below a
+// tick. Whole ticks, because the wheel fires only at the start of a tick:
+// a window that ended inside one would fire at the start of the next,
+// almost one tick after the window's end, and windows of unequal lengths
+// would make wake-ups uneven (3ms on a 2ms tick fired at 4, 6, 10, 12ms).
+// It saturates at the largest whole number of ticks.
+func (w *wheel) ownerRes(res time.Duration) time.Duration {
+	if res <= w.tick {
+		return 0
+	}
+	n := res / w.tick
+	if res%w.tick != 0 && n < math.MaxInt64/w.tick {
+		n++
+	}
+	return n * w.tick
 }
 
 // closeOwner drops the owner's expired keys; its pending entries are

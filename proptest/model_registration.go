@@ -28,7 +28,11 @@ import (
 //     starts after end+d+tick (start and end of the DelayReadiness call).
 //     Between the two the model reads Readiness() after each call to see
 //     whether it fired; when r was already set that cannot be seen, and an
-//     event it may cause is allowed rather than required.
+//     event it may cause is allowed rather than required. A call that
+//     fired another deadline of the wheel whose earliest moment is at or
+//     after end+d+tick (a timer's, another delay's) must have fired it
+//     too: the wheel fires everything due in the pass that reads the
+//     clock (world.lookedIn).
 
 // strictUserEdges: a SetReadiness (or a delay firing) that adds only bits
 // outside the interest must not produce an event; only interest bits make an
@@ -215,7 +219,19 @@ func (im *regImpl) beforePoll(t *rapid.T, w *world, s *src, start time.Time) {
 	}
 }
 
+// firedAt implements deadlineSource: the pending delay, if the call
+// surely fired it (its bits, not set before, are set now).
+func (im *regImpl) firedAt(s *src, c *pollCall) (time.Time, bool) {
+	d := im.delay
+	if d == nil {
+		return time.Time{}, false
+	}
+	fresh := d.bits &^ im.rd
+	return d.notBefore, fresh != 0 && im.sr.Readiness()&fresh == fresh
+}
+
 func (im *regImpl) afterPoll(t *rapid.T, w *world, s *src, c *pollCall) {
+	looked := w.lookedIn(c)
 	cur := im.sr.Readiness()
 	if d := im.delay; d != nil {
 		fresh := d.bits &^ im.rd
@@ -243,6 +259,12 @@ func (im *regImpl) afterPoll(t *rapid.T, w *world, s *src, c *pollCall) {
 			}
 		case got != 0:
 			w.fatalf(t, "Poll#%d set only %s of %s.DelayReadiness(%s)", c.idx, got, s.label, d.bits)
+		case !d.mustBy.After(looked):
+			// Another deadline fired in the call that shows the wheel's
+			// clock past this one's last tick (model_timer_deadlines.go).
+			t.Logf("the delay was due %v before a deadline the call fired", looked.Sub(d.mustBy))
+			w.fatalf(t, "Poll#%d did not fire %s.DelayReadiness(%s, %v), although it fired a deadline that comes a tick or more after it (rule 10: at most one tick late)",
+				c.idx, s.label, d.bits, d.d)
 		}
 	}
 	if cur != im.rd {

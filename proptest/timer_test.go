@@ -3,6 +3,8 @@
 package proptest
 
 import (
+	"flag"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,15 +17,103 @@ import (
 )
 
 // TestTimerStateMachine is the state machine with timers as the only kind
-// of source (model_timer.go): Set, Cancel, Poll, Drain and Close between
-// Register, Reregister, Deregister, Lag and Poll calls in every mode, every
-// result checked against the model. (TestStateMachine mixes timers with
-// the other kinds.)
+// of source (model_timer.go): Set, SetBurst, Cancel, Poll, Drain (to the
+// end or stopped early) and Close between Register, Reregister,
+// Deregister, Lag and Poll calls in every mode, every result and the
+// Timer's Stats after every step checked against the model. Timer
+// operations are drawn three times as often as in TestStateMachine (which
+// mixes timers with the other kinds), so that bursts pile up in the
+// expired list after some values were taken, and more expire in one call
+// than it has room for (issue 22, hole 3): the count is logged.
 func TestTimerStateMachine(t *testing.T) {
 	for _, b := range backendsUnderTest() {
 		t.Run(b, func(t *testing.T) {
-			checkScaled(t, stateMachineChecks, stateMachineOf(backendOf(b), []kind{timerKind{}}))
+			before := timerPileUps.Load()
+			checkScaled(t, stateMachineChecks, timerStateMachine(backendOf(b)))
+			t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
 		})
+	}
+}
+
+// TestTimerPileUp (issue 22, hole 3): one registered Timer, and steps
+// whose outcome does not depend on timing, so that a failure shrinks to
+// the few steps that make it: Pile (a burst that expires in one Poll
+// call, behind what waits), Poll (take one value) and Drain (all, or
+// stopped early). The expired list is taken from in part and then takes
+// in more than the room it has left, in every order; every value must
+// come out in deadline order, and Stats must match the model after every
+// step.
+func TestTimerPileUp(t *testing.T) {
+	for _, b := range backendsUnderTest() {
+		t.Run(b, func(t *testing.T) {
+			before := timerPileUps.Load()
+			checkFraction(t, pileUpShare, timerPileUp(backendOf(b)))
+			t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
+		})
+	}
+}
+
+// pileUpShare divides the configured number of checks for
+// TestTimerPileUp: each of its cases waits for a few milliseconds at
+// every Pile, and twenty cases make a hundred pile-ups.
+const pileUpShare = 5
+
+// checkFraction is rapid.Check with the configured number of checks
+// (-rapid.checks, scaled by PROPTEST_SOAK) divided by div, at least one.
+func checkFraction(t *testing.T, div int, prop func(*rapid.T)) {
+	t.Helper()
+	f := flag.Lookup("rapid.checks")
+	old := f.Value.String()
+	n, err := strconv.Atoi(old)
+	if err != nil {
+		t.Fatalf("-rapid.checks=%s: %v", old, err)
+	}
+	_ = flag.Set("rapid.checks", strconv.Itoa(max(n/div, 1)))
+	defer flag.Set("rapid.checks", old)
+	rapid.Check(t, prop)
+}
+
+func timerPileUp(be backend) func(*rapid.T) {
+	return func(t *rapid.T) {
+		w := newWorld(t, be, poll.Config{WheelSlots: rapid.SampledFrom(wheelSlotChoices).Draw(t, "wheel slots")})
+		w.kinds = []kind{timerKind{}}
+		defer w.cleanup()
+		s := w.open(t, timerKind{})
+		w.logf("open %s: %v", s.label, s.impl)
+		tok, opts := w.drawToken(t, "token"), drawOpts(t)
+		err := w.p.Register(s.impl.evented(), tok, poll.Readable, opts)
+		w.logf("Register(%s, token %d, %s, %s) = %v", s.label, tok, poll.Readable, opts, err)
+		w.expectErr(t, "Register", err, nil)
+		w.arm(s, tok, poll.Readable, opts)
+		t.Repeat(map[string]func(*rapid.T){
+			"":      w.Check,
+			"Pile":  func(t *rapid.T) { timerPile(t, w, s) },
+			"Poll":  func(t *rapid.T) { timerTake(t, w, s) },
+			"Drain": func(t *rapid.T) { timerDrain(t, w, s) },
+		})
+		w.settle(t)
+		w.shutdown(t)
+	}
+}
+
+// timerStateMachine is stateMachineOf for timers alone, with the timer
+// operations drawn more often.
+func timerStateMachine(be backend) func(*rapid.T) {
+	return func(t *rapid.T) {
+		cfg := poll.Config{
+			WheelTick:  rapid.SampledFrom([]time.Duration{time.Millisecond, 2 * time.Millisecond}).Draw(t, "wheel tick"),
+			WheelSlots: rapid.SampledFrom(wheelSlotChoices).Draw(t, "wheel slots"),
+			SpinWait:   rapid.SampledFrom(spinChoices).Draw(t, "spin wait (0 default, -1 none)"),
+		}
+		w := newWorld(t, be, cfg)
+		w.kinds = []kind{timerKind{}}
+		defer w.cleanup()
+		a := w.actions()
+		a["timer (again)"] = w.KindOp(timerKind{})
+		a["timer (once more)"] = w.KindOp(timerKind{})
+		t.Repeat(a)
+		w.settle(t)
+		w.shutdown(t)
 	}
 }
 

@@ -14,10 +14,12 @@ type config struct {
 }
 
 // Tick sets the Timer's resolution: deadlines are rounded up to a multiple
-// of d, so that timeouts set close together expire in one tick and wake
-// the Poll once. A d at or below the Poll's WheelTick (1ms by default)
-// means the Poll's tick, which is also the default. A negative d is an
-// error.
+// of d, counted from the Poll's creation, so that timeouts set close
+// together, inside one such window, expire together at its end: one
+// wake-up of the Poll, one Drain. A d at or below the Poll's WheelTick
+// (1ms by default) means the Poll's tick, which is also the default; a d
+// that is not a multiple of the WheelTick is rounded up to one, since the
+// wheel fires only at the start of a tick. A negative d is an error.
 //
 // There is no option for the number of slots, as mio-extras had: a Timer's
 // timeouts live in its Poll's one hierarchical wheel, whose slots per level

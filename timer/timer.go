@@ -109,7 +109,8 @@ func (t *Timer[T]) Deregister(p *poll.Poll) error {
 }
 
 // Set schedules v to expire d from now: never earlier, and at most one
-// tick of the Poll's wheel later (or of the Timer's Tick, if coarser). It
+// tick of the Poll's wheel later (or of the Timer's Tick, if coarser,
+// rounded up to whole wheel ticks). It
 // returns the Timeout that names it, or ErrInvalidArgument for a negative
 // d, ErrFull past the Timer's Capacity, ErrNotRegistered before the Timer
 // was first registered, ErrClosed once the Timer or its Poll is closed.
