@@ -237,15 +237,21 @@ func chanSendWait(t *rapid.T, w *world, s *src) {
 // on a full channel sleeps, it does not spin (a Close of another Sender
 // wakes them all for a moment to look at it).
 func (b *blockedSends) asleep(t *rapid.T, w *world, s *src, what string) {
+	if len(b.list) == 0 {
+		b.noneReturned(t, w, s, what)
+		return
+	}
+	ids := make([]uint64, len(b.list))
+	for i, bs := range b.list {
+		ids[i] = bs.id
+	}
 	deadline := time.Now().Add(blockLimit)
-	for _, bs := range b.list {
-		for !sendAsleep(bs.id) {
-			b.noneReturned(t, w, s, what)
-			if time.Now().After(deadline) {
-				w.fatalf(t, "%s: %s, a blocked Send neither returned nor slept within %v", s.label, what, blockLimit)
-			}
-			runtime.Gosched()
+	for !sendsAsleep(ids) {
+		b.noneReturned(t, w, s, what)
+		if time.Now().After(deadline) {
+			w.fatalf(t, "%s: %s, a blocked Send neither returned nor slept within %v", s.label, what, blockLimit)
 		}
+		runtime.Gosched()
 	}
 	b.noneReturned(t, w, s, what)
 }
@@ -304,13 +310,12 @@ func goroutineID() uint64 {
 	return id
 }
 
-// stacks is the buffer sendAsleep reads every goroutine's stack into.
+// stacks is the buffer sendsAsleep reads every goroutine's stack into.
 var stacks = make([]byte, 1<<16)
 
-// sendAsleep reports whether goroutine id is asleep in a Send on a full
-// channel: blocked in sync.Cond.Wait, in Sender.waitRoom.
-func sendAsleep(id uint64) bool {
-	head := []byte(fmt.Sprintf("goroutine %d [", id))
+// sendsAsleep reports whether the goroutines ids are all asleep in a Send
+// on a full channel: blocked in sync.Cond.Wait, in Sender.waitRoom.
+func sendsAsleep(ids []uint64) bool {
 	var n int
 	for {
 		n = runtime.Stack(stacks, true)
@@ -319,10 +324,16 @@ func sendAsleep(id uint64) bool {
 		}
 		stacks = make([]byte, 2*len(stacks))
 	}
+	asleep := 0
 	for _, g := range bytes.Split(stacks[:n], []byte("\n\n")) {
-		if bytes.HasPrefix(g, head) {
-			return bytes.HasPrefix(g[len(head):], []byte("sync.Cond.Wait")) && bytes.Contains(g, []byte(").waitRoom("))
+		// "goroutine 123 [sync.Cond.Wait]:" or "[sync.Cond.Wait, 2 minutes]:"
+		f := bytes.Fields(g)
+		if len(f) < 3 || !bytes.HasPrefix(f[2], []byte("[sync.Cond.Wait")) || !bytes.Contains(g, []byte(").waitRoom(")) {
+			continue
+		}
+		if id, err := strconv.ParseUint(string(f[1]), 10, 64); err == nil && slices.Contains(ids, id) {
+			asleep++
 		}
 	}
-	return false
+	return asleep == len(ids)
 }
