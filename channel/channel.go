@@ -73,12 +73,19 @@ import (
 //
 // Capacity (bounded channels). The capacity taken ("used") is the number
 // of values reserved by Sends and not yet returned by the Receiver
-// (queued, in flight, or held ahead by it), or aborted. With the built-in
+// (queued, in flight, or popped ahead by TryRecv, but not handed back by
+// a Drain, see below), or aborted. With the built-in
 // queue it is the queue's tail (slots handed out) minus released (slots
 // given back), and a Send takes its capacity and its slot in one CAS on
 // the tail, made only while used < capacity (segQueue.reserveWithin); with
 // a caller's Queue it is count, taken by CAS before the Push. Receives and
-// aborts give capacity back. A Send that finds no room and is about to
+// aborts give capacity back, once per value: a Drain's batch gives back
+// the capacity of all its values at once, those it hands back when its
+// loop stops early included, and the Receiver counts these
+// (Receiver.given) so that taking them later gives nothing back a second
+// time (that would let the channel overfill, and once more was given back
+// than was ever taken, wrap the built-in queue's used count and leave the
+// channel full for good). A Send that finds no room and is about to
 // block (a sleeper), and a Sender waiting for Writable (a wanter), are
 // counted in waiting (under mu) and then look at the capacity again; a
 // receive gives capacity back and then reads waiting, and if it is not

@@ -45,8 +45,12 @@ type Receiver[T any] struct {
 	// ahead holds values taken from the queue and not yet returned, oldest
 	// first, from ahead[aheadAt]: the one value TryRecv pops ahead (rule C
 	// in channel.go), or what a Drain stopped early handed back.
-	ahead    []T
-	aheadAt  int
+	ahead   []T
+	aheadAt int
+	// given is how many values at the front of ahead a Drain handed back:
+	// their batch gave their capacity back already, so taking them gives
+	// none (each value's capacity is given back exactly once).
+	given    int
 	closed   bool
 	draining bool // batch is in use by a Drain
 	batch    []T  // Drain's buffer, allocated on first use
@@ -69,16 +73,18 @@ func (r *Receiver[T]) TryRecv() (T, error) {
 		return one[0], errZeroReceiver
 	}
 	r.mu.Lock()
-	n, err := r.recvLocked(one[:], true)
+	_, owed, err := r.recvLocked(one[:], true)
 	r.mu.Unlock()
-	if n > 0 && r.c.capacity > 0 {
-		r.c.release(n)
+	if owed > 0 && r.c.capacity > 0 {
+		r.c.release(owed)
 	}
 	return one[0], err
 }
 
-// recvLocked fills dst with up to len(dst) values. It returns an error
-// (ErrEmpty, ErrDisconnected, ErrClosed) only if it returns no value.
+// recvLocked fills dst with up to len(dst) values, and says how many of
+// them still owe a bounded channel their capacity (see given). It returns
+// an error (ErrEmpty, ErrDisconnected, ErrClosed) only if it returns no
+// value.
 //
 // With ahead, it then pops one value ahead, so that R is cleared as soon as
 // the last value goes (TryRecv). Drain passes false: it receives until
@@ -88,17 +94,17 @@ func (r *Receiver[T]) TryRecv() (T, error) {
 // the producers: each clear costs the Receiver an atomic write of its
 // Registration and the next Send a SetReadiness (a push onto the Poll's
 // readiness queue), once per batch rather than once per emptying.
-func (r *Receiver[T]) recvLocked(dst []T, ahead bool) (int, error) {
+func (r *Receiver[T]) recvLocked(dst []T, ahead bool) (n, owed int, err error) {
 	if r.closed {
-		return 0, ErrClosed
+		return 0, 0, ErrClosed
 	}
-	n := r.takeInto(dst, !ahead) // a Drain's batch may pace; TryRecv never does
+	n, owed = r.takeInto(dst, !ahead) // a Drain's batch may pace; TryRecv never does
 	if n == 0 {
 		if r.idle() {
-			return 0, ErrDisconnected
+			return 0, 0, ErrDisconnected
 		}
 		// What idle's re-check found, and anything since.
-		if n = r.takeInto(dst, false); n == 0 {
+		if n, owed = r.takeInto(dst, false); n == 0 {
 			// That look's reload found nothing, which counts as catching
 			// up; but the Receiver stops here, and its next receive (a
 			// TryRecv, or a Drain's first batch, after the next Poll)
@@ -106,13 +112,13 @@ func (r *Receiver[T]) recvLocked(dst []T, ahead bool) (int, error) {
 			if r.c.seg != nil {
 				r.c.seg.unpace()
 			}
-			return 0, ErrEmpty
+			return 0, 0, ErrEmpty
 		}
 	}
 	if ahead {
 		r.popAhead()
 	}
-	return n, nil
+	return n, owed, nil
 }
 
 // popAhead pops one value ahead if none is, and applies rule C if there is
@@ -129,16 +135,19 @@ func (r *Receiver[T]) popAhead() {
 }
 
 // takeInto moves values into dst: first those ahead, then from the queue,
-// which it may first pace for (see segQueue) if pace is set.
-func (r *Receiver[T]) takeInto(dst []T, pace bool) int {
+// which it may first pace for (see segQueue) if pace is set. It returns
+// how many it moved, and how many of those owe their capacity (all but
+// the handed-back ones, see given).
+func (r *Receiver[T]) takeInto(dst []T, pace bool) (n, owed int) {
 	var zero T
-	n := 0
 	for n < len(dst) && r.aheadAt < len(r.ahead) {
 		dst[n] = r.ahead[r.aheadAt]
 		r.ahead[r.aheadAt] = zero
 		r.aheadAt++
 		n++
 	}
+	given := min(n, r.given)
+	r.given -= given
 	if r.aheadAt == len(r.ahead) {
 		r.ahead, r.aheadAt = r.ahead[:0], 0
 	}
@@ -153,7 +162,7 @@ func (r *Receiver[T]) takeInto(dst []T, pace bool) int {
 		dst[n] = v
 		n++
 	}
-	return n
+	return n, n - given
 }
 
 // idle is rule C of channel.go, called when nothing is available (nothing
@@ -210,7 +219,8 @@ func (r *Receiver[T]) finished() bool {
 // with the producers (pacing, in the package documentation).
 // If the loop stops early, the values of the batch not yet yielded stay in
 // the Receiver for the next receive (in order); a bounded channel has
-// already counted them as received, so until then Len may exceed Cap.
+// already counted them as received (their room is free, and taking them
+// later frees none), so until then Len may exceed Cap.
 func (r *Receiver[T]) Drain() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		if r == nil || r.c == nil {
@@ -243,13 +253,13 @@ func (r *Receiver[T]) Drain() iter.Seq[T] {
 		var zero T
 		for {
 			r.mu.Lock()
-			n, err := r.recvLocked(batch, false)
+			n, owed, err := r.recvLocked(batch, false)
 			r.mu.Unlock()
 			if err != nil {
 				return
 			}
-			if r.c.capacity > 0 {
-				r.c.release(n)
+			if owed > 0 && r.c.capacity > 0 {
+				r.c.release(owed)
 			}
 			for i := range n {
 				v := batch[i]
@@ -264,7 +274,8 @@ func (r *Receiver[T]) Drain() iter.Seq[T] {
 }
 
 // stopEarly puts the values of a batch that a Drain did not yield back in
-// front of the Receiver's values ahead, and clears them from the batch.
+// front of the Receiver's values ahead, and clears them from the batch;
+// their capacity went back with the batch (given).
 // Then it leaves R as TryRecv would have: set if a value is available,
 // clear (rule C) if none is, which Drain's batches did not look after.
 func (r *Receiver[T]) stopEarly(rest []T) {
@@ -282,6 +293,7 @@ func (r *Receiver[T]) stopEarly(rest []T) {
 	ahead = append(ahead, rest...)
 	r.ahead = append(ahead, r.ahead[r.aheadAt:]...)
 	r.aheadAt = 0
+	r.given += len(rest) // the handed-back values ahead stay in front
 	clear(rest)
 	r.c.setR()
 }
@@ -318,7 +330,7 @@ func (r *Receiver[T]) Close() error {
 	r.closed = true
 	c.rxClosed.Store(true)
 	clear(r.ahead)
-	r.ahead, r.aheadAt = r.ahead[:0], 0
+	r.ahead, r.aheadAt, r.given = r.ahead[:0], 0, 0
 	for {
 		if _, ok := c.pop(); !ok {
 			break
