@@ -99,16 +99,18 @@ type loopCall struct {
 
 // loopWorld is one Loop and the model of its sources.
 type loopWorld struct {
-	l      *eventloop.Loop
-	cap    int // Config.MaxEventsPerIteration; 0 none
-	srcs   []*loopSrc
-	byTok  map[poll.Token]*loopSrc
-	nextID int
-	inIter bool       // RunOnce in progress: calls are expected
-	calls  []loopCall // what the handlers saw, in order, since the last check
-	stray  []string   // calls outside RunOnce, Close or Remove
-	hist   []string
-	log    func(format string, args ...any)
+	l       *eventloop.Loop
+	cap     int // Config.MaxEventsPerIteration; 0 none
+	srcs    []*loopSrc
+	byTok   map[poll.Token]*loopSrc
+	nextID  int
+	inIter  bool        // RunOnce in progress: calls are expected
+	closing bool        // Close in progress: Conns are closed
+	conns   []*loopConn // model_loop_conn.go
+	calls   []loopCall  // what the handlers saw, in order, since the last check
+	stray   []string    // calls outside RunOnce, Close or Remove
+	hist    []string
+	log     func(format string, args ...any)
 }
 
 // loopHandler is a source's handler: it records the call and returns the
@@ -165,6 +167,9 @@ func (w *loopWorld) fatalf(t *rapid.T, format string, args ...any) {
 	for _, s := range w.srcs {
 		fmt.Fprintf(&b, "\n    %v", s)
 	}
+	for _, lc := range w.conns {
+		fmt.Fprintf(&b, "\n    %v", lc)
+	}
 	h := w.hist
 	if len(h) > 60 {
 		h = h[len(h)-60:]
@@ -198,17 +203,20 @@ func (w *loopWorld) pick(t *rapid.T, removed bool) *loopSrc {
 // actions are the state machine's operations.
 func (w *loopWorld) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"":        w.Check,
-		"Add":     w.Add,
-		"Set":     w.Set,
-		"Unset":   w.Unset,
-		"Action":  w.Action,
-		"Rearm":   w.Rearm,
-		"Disarm":  w.Disarm,
-		"Remove":  w.Remove,
-		"Trigger": w.Trigger,
-		"Stale":   w.Stale,
-		"Iterate": w.Iterate,
+		"":         w.Check,
+		"Add":      w.Add,
+		"Set":      w.Set,
+		"Unset":    w.Unset,
+		"Action":   w.Action,
+		"Rearm":    w.Rearm,
+		"Disarm":   w.Disarm,
+		"Remove":   w.Remove,
+		"Trigger":  w.Trigger,
+		"Stale":    w.Stale,
+		"Iterate":  w.Iterate,
+		"ConnAdd":  w.ConnAdd,
+		"ConnOp":   w.ConnOp,
+		"ConnPeer": w.ConnPeer,
 	}
 }
 
@@ -226,12 +234,15 @@ func (w *loopWorld) Check(t *rapid.T) {
 			w.fatalf(t, "%s: Removed ran %d times, want %d", s.label, s.removes, want)
 		}
 	}
+	w.checkConns(t)
 }
 
 // close closes the Loop: every source left is removed, its Removed run
 // once.
 func (w *loopWorld) close(t *rapid.T) {
+	w.closing = true
 	err := w.l.Close()
+	w.closing = false
 	w.logf("Close() = %v", err)
 	if err != nil {
 		w.fatalf(t, "Close: %v", err)
@@ -246,7 +257,11 @@ func (w *loopWorld) close(t *rapid.T) {
 		}
 	}
 	w.calls = nil
+	w.closeConns(t)
 	w.Check(t)
+	for _, lc := range w.conns {
+		_ = lc.peer.Close()
+	}
 }
 
 // discard releases everything without checking (cleanup after a failure).
@@ -254,5 +269,8 @@ func (w *loopWorld) discard() {
 	_ = w.l.Close()
 	for _, s := range w.srcs {
 		_ = s.reg.Close()
+	}
+	for _, lc := range w.conns {
+		_ = lc.peer.Close()
 	}
 }

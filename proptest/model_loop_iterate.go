@@ -46,6 +46,7 @@ func (w *loopWorld) Iterate(t *rapid.T) {
 			s.pend = pendMust
 		}
 	}
+	before := w.connStates()
 	w.inIter = true
 	err := w.l.RunOnce(0, nil)
 	w.inIter = false
@@ -64,12 +65,20 @@ func (w *loopWorld) Iterate(t *rapid.T) {
 		w.fatalf(t, "RunOnce: %v", err)
 	}
 	totals.events.Add(int64(len(calls)))
-	w.checkIteration(t, calls)
+	if len(w.stray) > 0 {
+		w.fatalf(t, "unexpected handler calls: %v", w.stray)
+	}
+	atCap, lowest := w.checkIteration(t, calls)
+	// At the cap, the run queue stopped after the last call made, of the
+	// lowest priority made: a Conn of a higher one was reached, one of a
+	// lower one was not, one of the same is not known.
+	w.checkConnIteration(t, before, func(prio int) bool { return !atCap || prio > lowest })
 }
 
 // checkIteration checks an iteration's calls against the pending calls
-// and then applies their actions to the model.
-func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) {
+// and then applies their actions to the model. It reports whether the
+// calls reached the cap, and the lowest priority called.
+func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) (atCap bool, lowest int) {
 	called := map[*loopSrc]bool{}
 	var made []*loopSrc
 	for i, c := range calls {
@@ -103,11 +112,10 @@ func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) {
 		called[s] = true
 		made = append(made, s)
 	}
-	atCap := w.cap > 0 && len(made) == w.cap
+	atCap = w.cap > 0 && len(made) == w.cap
 	if w.cap > 0 && len(made) > w.cap {
 		w.fatalf(t, "%d calls in one iteration, cap %d", len(made), w.cap)
 	}
-	lowest := 0
 	if len(made) > 0 {
 		lowest = made[len(made)-1].prio
 	}
@@ -148,4 +156,5 @@ func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) {
 			_ = s.reg.Close()
 		}
 	}
+	return atCap, lowest
 }
