@@ -165,12 +165,22 @@ func TestConnReadTimeoutWhileWriting(t *testing.T) {
 					period, stall, readTimeout, idleTimeout, got.at.Sub(added0))
 				early := added0.Add(readTimeout).Sub(got.at)
 				require.LessOrEqual(t, early, time.Duration(0), "closed %v before ReadTimeout", early)
-				var lateness time.Duration
+				// The Loop's lateness around the deadline: the two longest
+				// delays of writes due by the close that ran after the
+				// deadline's approach (the close waits for two wake-ups,
+				// the timer's and the Conn's call it triggers).
+				var first, second time.Duration
 				for _, p := range probes {
-					if !p.due.Before(added1.Add(readTimeout-2*period)) && p.due.Before(got.at) {
-						lateness = max(lateness, p.ran.Sub(p.due))
+					if !p.ran.Before(added1.Add(readTimeout-2*period)) && !p.due.After(got.at) {
+						switch late := p.ran.Sub(p.due); {
+						case late > first:
+							first, second = late, first
+						case late > second:
+							second = late
+						}
 					}
 				}
+				lateness := first + second
 				allowance := 10 * time.Millisecond * time.Duration(loadPerCPU())
 				late := got.at.Sub(added1.Add(readTimeout))
 				require.LessOrEqual(t, late, tick+lateness+allowance,
