@@ -14,7 +14,12 @@ import (
 // Remove), the same changes made from outside, Trigger, operations with
 // the tokens of removed sources (whose entries later sources reuse), and
 // iterations with and without a cap on calls; every iteration's calls are
-// checked against the model (model_loop.go). One subtest per backend.
+// checked against the model (model_loop.go). Conns on the same Loop take
+// writes (to the edge of MaxWriteQueue too), Close, Abort, PauseRead and
+// ResumeRead, while their peers send (to the edge of MaxReadBuffer too),
+// read and shut down; their queued output, held input, back pressure and
+// state are checked after every step (model_loop_conn.go). One subtest
+// per backend.
 func TestLoopStateMachine(t *testing.T) {
 	for _, b := range backendsUnderTest() {
 		t.Run(b, func(t *testing.T) {

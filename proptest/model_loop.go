@@ -18,7 +18,8 @@ import (
 // Trigger), stale tokens, priorities and the cap on calls per iteration.
 // It drives a real Loop one iteration at a time with Loop.RunOnce(0), so
 // that each iteration's calls can be predicted, and checks every call
-// against the model.
+// against the model. Conns share the Loop and its iterations; their model
+// is in model_loop_conn.go.
 //
 // The sources are Registrations (their readiness is exactly known; the
 // poll contract for descriptors has its own model in model_fd.go). For
