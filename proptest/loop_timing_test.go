@@ -236,13 +236,14 @@ func connDeadlineTiming(t *rapid.T, backend string) {
 		activeLo, activeHi = later(activeLo, at), later(activeHi, r)
 	}
 	h.mu.Unlock()
-	forever := got.at.Add(time.Hour)
-	dueLo, dueHi := forever, forever
+	// The first deadline is no later than dueHi. (No earlier than the
+	// lower bounds either: each close is checked against its own below.)
+	dueHi := got.at.Add(time.Hour)
 	if readTimeout > 0 {
-		dueLo, dueHi = earlier(dueLo, readLo.Add(readTimeout)), earlier(dueHi, readHi.Add(readTimeout))
+		dueHi = earlier(dueHi, readHi.Add(readTimeout))
 	}
 	if idleTimeout > 0 {
-		dueLo, dueHi = earlier(dueLo, activeLo.Add(idleTimeout)), earlier(dueHi, activeHi.Add(idleTimeout))
+		dueHi = earlier(dueHi, activeHi.Add(idleTimeout))
 	}
 	lateness := pr.lateness(probes, dueHi.Add(-2*tick), got.at)
 	// The iteration after the one whose timer ran, in which the Conn's
