@@ -144,11 +144,11 @@ func (l *Loop) Shutdown() {
 }
 
 // Close shuts the Loop down and releases everything it made: every source
-// still on it is removed (its handler's Removed runs; a Conn is closed, and
-// its ConnCloser told), then the Loop's own
-// sources and its Poll are closed. If a Run is in progress, Close stops it
-// and the release happens as Run returns; Close does not wait for that.
-// Closing twice returns an error matching ErrClosed.
+// still on it is removed (its handler's Removed runs; a Conn is closed and
+// its ConnCloser told), then the Loop's own sources and its Poll are
+// closed. If a Run is in progress, Close stops it and the release happens
+// as Run returns; Close does not wait for that. Closing twice returns an
+// error matching ErrClosed.
 func (l *Loop) Close() error {
 	if l == nil || l.p == nil {
 		return errZeroLoop
