@@ -9,9 +9,9 @@ import (
 // ConnConfig bounds a Conn's buffers and how long it may stay silent. The
 // zero value means the defaults.
 type ConnConfig struct {
-	// MaxReadBuffer bounds the input a Conn keeps unconsumed. A Conn whose
-	// handler consumes nothing of a full buffer is closed with
-	// ErrReadBufferFull. Default 1 MiB.
+	// MaxReadBuffer bounds the input a Conn keeps unconsumed: Data is never
+	// handed more than this. A Conn whose handler consumes nothing of a
+	// full buffer is closed with ErrReadBufferFull. Default 1 MiB.
 	MaxReadBuffer int
 	// MaxWriteQueue bounds the output queued and not yet written: a Write
 	// that would pass it returns ErrWriteQueueFull and queues nothing.

@@ -54,8 +54,8 @@ type ConnEOF interface {
 // ConnPressure is told when the Conn's queued output passes
 // ConnConfig.HighWater (high is true: the Conn has stopped reading, so a
 // peer that sends without reading the replies cannot make it queue
-// without bound) and when it drains below LowWater again (high is false:
-// reading resumes).
+// without bound) and when it drains to LowWater or less again (high is
+// false: reading resumes).
 type ConnPressure interface {
 	Pressure(c *Conn, high bool)
 }

@@ -79,7 +79,12 @@ func (c *Conn) readPass(w *worker, r poll.Ready) Action {
 			}
 			buf = c.in[len(c.in):cap(c.in)]
 		} else {
+			// No more than MaxReadBuffer at a time, also when the workers'
+			// buffer is larger: what Data leaves of it is kept, and a read
+			// that fills it is full, so a handler that consumes nothing of
+			// a full buffer meets growIn's limit at once.
 			buf = w.scratch()
+			buf = buf[:min(len(buf), c.cfg.MaxReadBuffer)]
 		}
 		n, err := c.s.Read(buf)
 		if n > 0 {

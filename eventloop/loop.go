@@ -144,10 +144,11 @@ func (l *Loop) Shutdown() {
 }
 
 // Close shuts the Loop down and releases everything it made: every source
-// still on it is removed (its handler's Removed runs), then the Loop's own
-// sources and its Poll are closed. If a Run is in progress, Close stops it
-// and the release happens as Run returns; Close does not wait for that.
-// Closing twice returns an error matching ErrClosed.
+// still on it is removed (its handler's Removed runs; a Conn is closed and
+// its ConnCloser told), then the Loop's own sources and its Poll are
+// closed. If a Run is in progress, Close stops it and the release happens
+// as Run returns; Close does not wait for that. Closing twice returns an
+// error matching ErrClosed.
 func (l *Loop) Close() error {
 	if l == nil || l.p == nil {
 		return errZeroLoop
@@ -170,13 +171,14 @@ func (l *Loop) Close() error {
 	return l.release()
 }
 
-// release removes every source, closes the Loop's own and the Poll. No
-// Run is active, and none can start (closed is set).
+// release removes every source, Conns too (their Removed closes their
+// Streams), then closes the Loop's own sources and the Poll. No Run is
+// active, and none can start (closed is set).
 func (l *Loop) release() error {
 	var errs []error
 	l.tab.each(func(e *entry) {
 		s := e.state.Load()
-		if s&fLive == 0 || e.kind != kindUser {
+		if s&fLive == 0 || e.kind != kindUser && e.kind != kindConn {
 			return
 		}
 		if err := l.remove(e, stateGen(s)); err != nil && !errors.Is(err, ErrUnknownToken) {

@@ -3,7 +3,6 @@
 package proptest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -19,7 +18,8 @@ import (
 // Trigger), stale tokens, priorities and the cap on calls per iteration.
 // It drives a real Loop one iteration at a time with Loop.RunOnce(0), so
 // that each iteration's calls can be predicted, and checks every call
-// against the model.
+// against the model. Conns share the Loop and its iterations; their model
+// is in model_loop_conn.go.
 //
 // The sources are Registrations (their readiness is exactly known; the
 // poll contract for descriptors has its own model in model_fd.go). For
@@ -100,16 +100,18 @@ type loopCall struct {
 
 // loopWorld is one Loop and the model of its sources.
 type loopWorld struct {
-	l      *eventloop.Loop
-	cap    int // Config.MaxEventsPerIteration; 0 none
-	srcs   []*loopSrc
-	byTok  map[poll.Token]*loopSrc
-	nextID int
-	inIter bool       // RunOnce in progress: calls are expected
-	calls  []loopCall // what the handlers saw, in order, since the last check
-	stray  []string   // calls outside RunOnce, Close or Remove
-	hist   []string
-	log    func(format string, args ...any)
+	l       *eventloop.Loop
+	cap     int // Config.MaxEventsPerIteration; 0 none
+	srcs    []*loopSrc
+	byTok   map[poll.Token]*loopSrc
+	nextID  int
+	inIter  bool        // RunOnce in progress: calls are expected
+	closing bool        // Close in progress: Conns are closed
+	conns   []*loopConn // model_loop_conn.go
+	calls   []loopCall  // what the handlers saw, in order, since the last check
+	stray   []string    // calls outside RunOnce, Close or Remove
+	hist    []string
+	log     func(format string, args ...any)
 }
 
 // loopHandler is a source's handler: it records the call and returns the
@@ -166,6 +168,9 @@ func (w *loopWorld) fatalf(t *rapid.T, format string, args ...any) {
 	for _, s := range w.srcs {
 		fmt.Fprintf(&b, "\n    %v", s)
 	}
+	for _, lc := range w.conns {
+		fmt.Fprintf(&b, "\n    %v", lc)
+	}
 	h := w.hist
 	if len(h) > 60 {
 		h = h[len(h)-60:]
@@ -199,17 +204,20 @@ func (w *loopWorld) pick(t *rapid.T, removed bool) *loopSrc {
 // actions are the state machine's operations.
 func (w *loopWorld) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"":        w.Check,
-		"Add":     w.Add,
-		"Set":     w.Set,
-		"Unset":   w.Unset,
-		"Action":  w.Action,
-		"Rearm":   w.Rearm,
-		"Disarm":  w.Disarm,
-		"Remove":  w.Remove,
-		"Trigger": w.Trigger,
-		"Stale":   w.Stale,
-		"Iterate": w.Iterate,
+		"":         w.Check,
+		"Add":      w.Add,
+		"Set":      w.Set,
+		"Unset":    w.Unset,
+		"Action":   w.Action,
+		"Rearm":    w.Rearm,
+		"Disarm":   w.Disarm,
+		"Remove":   w.Remove,
+		"Trigger":  w.Trigger,
+		"Stale":    w.Stale,
+		"Iterate":  w.Iterate,
+		"ConnAdd":  w.ConnAdd,
+		"ConnOp":   w.ConnOp,
+		"ConnPeer": w.ConnPeer,
 	}
 }
 
@@ -227,296 +235,15 @@ func (w *loopWorld) Check(t *rapid.T) {
 			w.fatalf(t, "%s: Removed ran %d times, want %d", s.label, s.removes, want)
 		}
 	}
-}
-
-func (w *loopWorld) Add(t *rapid.T) {
-	if len(w.live()) >= loopMaxLive {
-		t.Skip("enough sources")
-	}
-	w.nextID++
-	s := &loopSrc{id: w.nextID, label: fmt.Sprintf("r%d", w.nextID)}
-	s.opts = rapid.SampledFrom(optsChoices).Draw(t, "opts")
-	s.prio = rapid.SampledFrom(loopPrios).Draw(t, "priority")
-	s.reg, s.set = poll.NewRegistration()
-	if rapid.Bool().Draw(t, "ready before Add") {
-		if err := s.set.SetReadiness(poll.Readable); err != nil {
-			w.fatalf(t, "SetReadiness: %v", err)
-		}
-		s.ready = true
-	}
-	tok, err := w.l.Add(s.reg, poll.Readable, s.opts, &loopHandler{w, s}, eventloop.Priority(s.prio))
-	w.logf("Add(%s, %s, priority %d, ready %v) = %#x, %v", s.label, s.opts, s.prio, s.ready, uint64(tok), err)
-	if err != nil {
-		w.fatalf(t, "Add: %v", err)
-	}
-	if !eventloop.IsLoopToken(tok) || w.byTok[tok] != nil {
-		w.fatalf(t, "Add returned token %#x: not a fresh Loop token", uint64(tok))
-	}
-	s.tok = tok
-	w.byTok[tok] = s
-	w.srcs = append(w.srcs, s)
-	// Registering a ready source owes a report (rule 5).
-	s.pollArmed, s.owed = true, s.ready
-}
-
-func (w *loopWorld) Set(t *rapid.T) {
-	s := w.pick(t, false)
-	err := s.set.SetReadiness(poll.Readable)
-	w.logf("SetReadiness(%s) = %v", s.label, err)
-	if err != nil {
-		w.fatalf(t, "SetReadiness: %v", err)
-	}
-	s.ready = true
-	if s.pollArmed {
-		s.owed = true // a new edge (each SetReadiness is one)
-	}
-}
-
-func (w *loopWorld) Unset(t *rapid.T) {
-	s := w.pick(t, false)
-	err := s.set.UnsetReadiness(poll.Readable)
-	w.logf("UnsetReadiness(%s) = %v", s.label, err)
-	if err != nil {
-		w.fatalf(t, "UnsetReadiness: %v", err)
-	}
-	// An edge not yet reported is not reported without its readiness,
-	// and readiness only comes back with a new edge.
-	s.ready, s.owed = false, false
-}
-
-func (w *loopWorld) Action(t *rapid.T) {
-	s := w.pick(t, false)
-	s.action = rapid.SampledFrom([]eventloop.Action{eventloop.Keep, eventloop.Keep, eventloop.Rearm, eventloop.Rearm,
-		eventloop.Disarm, eventloop.Remove}).Draw(t, "action")
-	w.logf("%s returns %v from now on", s.label, s.action)
-}
-
-// reregistered is the model of the Reregister that Rearm makes: armed,
-// and owed a report if ready (rule 5).
-func (s *loopSrc) reregistered() { s.pollArmed, s.owed = true, s.ready }
-
-func (w *loopWorld) Rearm(t *rapid.T) {
-	s := w.pick(t, false)
-	err := w.l.Rearm(s.tok)
-	w.logf("Rearm(%s) = %v", s.label, err)
-	w.noCalls(t, "Rearm")
-	if err != nil {
-		w.fatalf(t, "Rearm: %v", err)
-	}
-	s.disarmed = false
-	s.reregistered()
-}
-
-func (w *loopWorld) Disarm(t *rapid.T) {
-	s := w.pick(t, false)
-	err := w.l.Disarm(s.tok)
-	w.logf("Disarm(%s) = %v", s.label, err)
-	w.noCalls(t, "Disarm")
-	if err != nil {
-		w.fatalf(t, "Disarm: %v", err)
-	}
-	if !s.disarmed { // disarming a disarmed source does nothing
-		s.disarmed = true
-		s.pollArmed, s.owed = false, false // reregistered with no interest
-	}
-}
-
-func (w *loopWorld) Remove(t *rapid.T) {
-	s := w.pick(t, false)
-	err := w.l.Remove(s.tok)
-	w.logf("Remove(%s) = %v", s.label, err)
-	if err != nil {
-		w.fatalf(t, "Remove: %v", err)
-	}
-	// No Run is active: Removed has run before Remove returned.
-	if len(w.calls) != 1 || !w.calls[0].removed || w.calls[0].s != s {
-		w.fatalf(t, "Remove(%s) made calls %v, want its Removed alone", s.label, w.calls)
-	}
-	w.calls = w.calls[:0]
-	s.removed = true
-	s.pend = pendNone // its queued item, if any, is of a past generation now
-	_ = s.reg.Close()
-}
-
-func (w *loopWorld) Trigger(t *rapid.T) {
-	s := w.pick(t, false)
-	err := w.l.Trigger(s.tok)
-	w.logf("Trigger(%s) = %v", s.label, err)
-	w.noCalls(t, "Trigger")
-	if err != nil {
-		w.fatalf(t, "Trigger: %v", err)
-	}
-	s.triggered = true
-}
-
-// Stale uses the token of a removed source, whose entry a later source may
-// have taken: every operation refuses it and changes nothing.
-func (w *loopWorld) Stale(t *rapid.T) {
-	s := w.pick(t, true)
-	op := rapid.SampledFrom([]string{"Rearm", "Disarm", "Remove", "Trigger"}).Draw(t, "operation")
-	var err error
-	switch op {
-	case "Rearm":
-		err = w.l.Rearm(s.tok)
-	case "Disarm":
-		err = w.l.Disarm(s.tok)
-	case "Remove":
-		err = w.l.Remove(s.tok)
-	case "Trigger":
-		err = w.l.Trigger(s.tok)
-	}
-	w.logf("%s(%s, removed) = %v", op, s.label, err)
-	w.noCalls(t, op)
-	if !errors.Is(err, eventloop.ErrUnknownToken) {
-		w.fatalf(t, "%s with the token of removed %s: %v, want ErrUnknownToken", op, s.label, err)
-	}
-}
-
-func (w *loopWorld) noCalls(t *rapid.T, op string) {
-	if len(w.calls) > 0 {
-		w.fatalf(t, "%s made handler calls: %v", op, w.calls)
-	}
-}
-
-// pollReports is the poll contract for a Registration with Readable
-// interest in mode opts: whether a Poll call reports it now, and its
-// state after (rules 2-4).
-func (s *loopSrc) pollReports() bool {
-	if s.removed || !s.pollArmed || !s.ready {
-		return false
-	}
-	if s.opts.IsEdge() && !s.owed {
-		return false
-	}
-	s.owed = false
-	if s.opts.IsOneshot() {
-		s.pollArmed = false
-	}
-	return true
-}
-
-// Iterate is one RunOnce(0) and its check.
-func (w *loopWorld) Iterate(t *rapid.T) {
-	totals.polls.Add(1)
-	for _, s := range w.live() {
-		s.polled = false
-		if s.requeued || s.triggered {
-			s.pend = pendMust
-		}
-		s.requeued, s.triggered = false, false
-		if s.pollReports() {
-			s.polled = true
-			s.pend = pendMust
-		}
-	}
-	w.inIter = true
-	err := w.l.RunOnce(0, nil)
-	w.inIter = false
-	calls := w.calls
-	w.calls = nil
-	var seen []string
-	for _, c := range calls {
-		if c.removed {
-			seen = append(seen, "Removed "+c.s.label)
-		} else {
-			seen = append(seen, fmt.Sprintf("%s %s", c.s.label, c.ev.Ready))
-		}
-	}
-	w.logf("RunOnce(0) = %v: %v", err, seen)
-	if err != nil {
-		w.fatalf(t, "RunOnce: %v", err)
-	}
-	totals.events.Add(int64(len(calls)))
-	w.checkIteration(t, calls)
-}
-
-// checkIteration checks an iteration's calls against the pending calls
-// and then applies their actions to the model.
-func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) {
-	called := map[*loopSrc]bool{}
-	var made []*loopSrc
-	for i, c := range calls {
-		s := c.s
-		if c.removed {
-			// Only after the call that returned Remove, at once.
-			if i == 0 || calls[i-1].s != s || calls[i-1].removed || s.action != eventloop.Remove {
-				w.fatalf(t, "Removed of %s not right after its call that returned Remove", s.label)
-			}
-			continue
-		}
-		switch {
-		case s.removed:
-			w.fatalf(t, "call of removed %s", s.label)
-		case s.disarmed:
-			w.fatalf(t, "call of disarmed %s", s.label)
-		case called[s]:
-			w.fatalf(t, "two calls of %s in one iteration", s.label)
-		case s.pend == pendNone:
-			w.fatalf(t, "call of %s, which has no pending call", s.label)
-		case c.ev.Token != s.tok:
-			w.fatalf(t, "call of %s with token %#x, want %#x", s.label, uint64(c.ev.Token), uint64(s.tok))
-		case c.ev.Ready&^poll.Readable != 0:
-			w.fatalf(t, "call of %s with readiness %s", s.label, c.ev.Ready)
-		case s.polled && !c.ev.Ready.IsReadable():
-			w.fatalf(t, "call of %s for a Poll event without Readable (%s)", s.label, c.ev.Ready)
-		}
-		if len(made) > 0 && made[len(made)-1].prio < s.prio {
-			w.fatalf(t, "call of %s (priority %d) after %s (priority %d)", s.label, s.prio, made[len(made)-1].label, made[len(made)-1].prio)
-		}
-		called[s] = true
-		made = append(made, s)
-	}
-	atCap := w.cap > 0 && len(made) == w.cap
-	if w.cap > 0 && len(made) > w.cap {
-		w.fatalf(t, "%d calls in one iteration, cap %d", len(made), w.cap)
-	}
-	lowest := 0
-	if len(made) > 0 {
-		lowest = made[len(made)-1].prio
-	}
-	for _, s := range w.live() {
-		if called[s] || s.pend == pendNone {
-			continue
-		}
-		enabled := !s.disarmed
-		switch {
-		case enabled && s.pend == pendMust && !atCap:
-			w.fatalf(t, "%s had a call pending and was not called, below the cap", s.label)
-		case enabled && s.pend == pendMust && s.prio > lowest:
-			w.fatalf(t, "%s (priority %d) was left waiting behind a call of priority %d", s.label, s.prio, lowest)
-		case enabled && (!atCap || s.prio > lowest):
-			s.pend = pendNone // a possible call that would have been made: it was not queued
-		case !enabled && (!atCap || s.prio > lowest):
-			s.pend = pendNone // reached and dropped
-		case !enabled && s.prio == lowest:
-			s.pend = pendMaybe // dropped, or still behind the last call made
-		}
-	}
-	for _, s := range made {
-		s.pend = pendNone
-		switch s.action {
-		case eventloop.Rearm:
-			if s.opts.IsOneshot() {
-				s.reregistered()
-			} else {
-				s.requeued = true
-			}
-		case eventloop.Disarm:
-			s.disarmed = true
-			if !s.opts.IsOneshot() {
-				s.pollArmed, s.owed = false, false
-			}
-		case eventloop.Remove:
-			s.removed = true
-			_ = s.reg.Close()
-		}
-	}
+	w.checkConns(t)
 }
 
 // close closes the Loop: every source left is removed, its Removed run
 // once.
 func (w *loopWorld) close(t *rapid.T) {
+	w.closing = true
 	err := w.l.Close()
+	w.closing = false
 	w.logf("Close() = %v", err)
 	if err != nil {
 		w.fatalf(t, "Close: %v", err)
@@ -531,7 +258,11 @@ func (w *loopWorld) close(t *rapid.T) {
 		}
 	}
 	w.calls = nil
+	w.closeConns(t)
 	w.Check(t)
+	for _, lc := range w.conns {
+		_ = lc.peer.Close()
+	}
 }
 
 // discard releases everything without checking (cleanup after a failure).
@@ -539,5 +270,8 @@ func (w *loopWorld) discard() {
 	_ = w.l.Close()
 	for _, s := range w.srcs {
 		_ = s.reg.Close()
+	}
+	for _, lc := range w.conns {
+		_ = lc.peer.Close()
 	}
 }
