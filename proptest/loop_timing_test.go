@@ -5,11 +5,9 @@ package proptest
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -45,21 +43,6 @@ func TestConnDeadlineTiming(t *testing.T) {
 // connTimingDiv divides rapid's checks for TestConnDeadlineTiming: each
 // check waits for its deadlines, a few hundredths of a second.
 const connTimingDiv = 2
-
-// checkFraction is rapid.Check with 1/div of the configured checks (at
-// least one; PROPTEST_SOAK scales them as for every property).
-func checkFraction(t *testing.T, div int, prop func(*rapid.T)) {
-	t.Helper()
-	f := flag.Lookup("rapid.checks")
-	old := f.Value.String()
-	n, err := strconv.Atoi(old)
-	if err != nil {
-		t.Fatalf("-rapid.checks=%s: %v", old, err)
-	}
-	_ = flag.Set("rapid.checks", strconv.Itoa(max(n/div, 1)))
-	defer flag.Set("rapid.checks", old)
-	rapid.Check(t, prop)
-}
 
 // timedConn is the Conn's handler and the record of its moments.
 type timedConn struct {
