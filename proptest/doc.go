@@ -56,17 +56,33 @@
 // pipe, with the writer's writes and close), model_registration.go
 // (SetReadiness, UnsetReadiness, DelayReadiness with its window "no earlier
 // than the delay, at most one tick late", Close), model_channel.go (Send,
-// TrySend, TryRecv, Drain, Clone and Close of Senders, Receiver Close),
-// model_timer.go (Set with the same window, Cancel, Poll, Drain, Close;
-// Stats, exact between Poll calls, tells how many timeouts fired when the
-// window leaves it open), model_signal.go (signals raised at the process,
+// TrySend, TryRecv, Drain, Clone and Close of Senders, Receiver Close;
+// with model_channel_{pending,recv,blocked}.go: the channel's own state,
+// Len, the values pending in each Sender's order, the room left, Drains
+// stopped early at a drawn value and what they hand back, and SendWait,
+// producers whose blocking Sends sleep on a full channel until a receive
+// makes room, as many going on as it made room for), model_timer.go (with
+// model_timer_{ops,deadlines}.go: Set, SetBurst, Pile, Lapse, Cancel,
+// Poll, Drain stopped early, Close; each timeout's state and deadline,
+// Stats and Len checked exactly after every step, values in deadline
+// order, and exact deadline bounds: never fired by a call that ended
+// before the deadline, fired by any call that started a window after it,
+// and every earlier deadline fired with it), model_signal.go (signals raised at the process,
 // Watchers of overlapping sets each counting every one, Next, Drain,
 // Close) and model_child.go (children that exit, are killed, stopped and
-// continued, on the pidfd and the SIGCHLD paths; Status, Close). A kind
+// continued, on the pidfd and the SIGCHLD paths; reaped at once by the
+// owner, with the SIGCHLD table checked against the model after every
+// step; Status, Close). A kind
 // implements the kind and impl interfaces of model.go and registers itself
 // from init; a new kind of source is one more file. The event loop is
-// modelled on top, in model_loop.go: handler actions and removal as
-// operations of a Loop driven by RunOnce.
+// modelled on top, in model_loop.go, model_loop_ops.go and
+// model_loop_iterate.go (handler actions and removal as operations of a
+// Loop driven by RunOnce, each iteration checked) and model_loop_conn*.go
+// (Conns on unix socket pairs: writes up to the bound and one past it,
+// Close, Abort, PauseRead, ResumeRead, the peer's sends, reads and
+// shutdowns; output and input conserved byte for byte, back pressure by
+// the water marks, open or closed, ConnCloser's error, checked after every
+// step).
 //
 // # The properties
 //
@@ -120,7 +136,22 @@
 //     arriving once and in order, the disconnection after the last value.
 //   - TestFairness (fairness_test.go): always-ready sources, a small
 //     buffer: none waits more than 2n+2 calls (rule 11).
-//   - TestDelayTiming, TestIdlePoll (timing_test.go): rule 10.
+//   - TestDelayTiming, TestIdlePoll (timing_test.go): rule 10, for
+//     DelayReadiness and timer.Set with exact bounds: never early, and
+//     late only by the scheduling delay measured for that Poll call
+//     (timing_meter_test.go reads it from /proc/thread-self/schedstat).
+//   - TestTimerPileUp (timer_test.go): expired values left partly taken,
+//     then more than the room left expiring in one Poll call, all in
+//     deadline order; its steps do not depend on timing, so it shrinks.
+//   - TestLoopConcurrent (loop_concurrent_test.go,
+//     loop_concurrent_conn_test.go): a Loop on several workers; every
+//     Trigger, also one sent while the handler runs on another worker, is
+//     followed by a call that began after it, calls of one source never
+//     overlap, and a Conn's Async functions and its peer's input arrive
+//     once and in order.
+//   - TestConnDeadlineTiming (loop_timing_test.go): a Conn's read and idle
+//     timeouts on the monotonic clock: never early, late by at most a tick
+//     plus the Loop's lateness measured by a probe.
 //   - TestDelayBehind (timing_behind_test.go, rule 10): a consumer that
 //     does not poll for one to three rotations of a small wheel; every
 //     delay due by then fires in its next Poll, reported then or, for lack
