@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
@@ -24,7 +23,10 @@ import (
 func TestChannelStateMachine(t *testing.T) {
 	for _, b := range backendsUnderTest() {
 		t.Run(b, func(t *testing.T) {
-			checkScaled(t, stateMachineChecks, channelStateMachine(backendOf(b)))
+			// A channel's interesting states (full, with several Sends
+			// blocked, with values handed back by a Drain) take several of
+			// its operations in a row to reach.
+			checkScaled(t, stateMachineChecks, stateMachineWeighted(backendOf(b), []kind{chanKind{}}, 3))
 		})
 	}
 	t.Logf("channel kind, over the binary so far: %d Sends blocked, %d receives that let several go on at once, %d Drains stopped early, %d handed-back values taken",
@@ -45,30 +47,6 @@ func TestChannelConcurrentSenders(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			checkScaled(t, 1, channelConcurrent(b))
 		})
-	}
-}
-
-// channelStateMachine is stateMachineOf with channels only, whose
-// operations are drawn four times as often as any other step: a channel's
-// interesting states (full, with several Sends blocked, with values handed
-// back by a Drain) take several of its operations in a row to reach.
-func channelStateMachine(be backend) func(*rapid.T) {
-	return func(t *rapid.T) {
-		cfg := poll.Config{
-			WheelTick:  rapid.SampledFrom([]time.Duration{time.Millisecond, 2 * time.Millisecond}).Draw(t, "wheel tick"),
-			WheelSlots: rapid.SampledFrom(wheelSlotChoices).Draw(t, "wheel slots"),
-			SpinWait:   rapid.SampledFrom(spinChoices).Draw(t, "spin wait (0 default, -1 none)"),
-		}
-		w := newWorld(t, be, cfg)
-		w.kinds = []kind{chanKind{}}
-		defer w.cleanup()
-		actions := w.actions()
-		for i := 2; i <= 4; i++ {
-			actions[fmt.Sprintf("chan%d", i)] = actions[chanKind{}.name()]
-		}
-		t.Repeat(actions)
-		w.settle(t)
-		w.shutdown(t)
 	}
 }
 

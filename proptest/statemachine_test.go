@@ -91,7 +91,13 @@ func peerLifecycle(be backend) func(*rapid.T) {
 func stateMachine(be backend) func(*rapid.T) { return stateMachineOf(be, kinds) }
 
 // stateMachineOf is the state machine restricted to some kinds of source.
-func stateMachineOf(be backend, ks []kind) func(*rapid.T) {
+func stateMachineOf(be backend, ks []kind) func(*rapid.T) { return stateMachineWeighted(be, ks, 0) }
+
+// stateMachineWeighted is stateMachineOf with each kind's operations drawn
+// 1+extra times as often as any other step: a kind whose interesting
+// states (a full channel with Sends blocked, expired timeouts piling up)
+// take several of its operations in a row to reach.
+func stateMachineWeighted(be backend, ks []kind, extra int) func(*rapid.T) {
 	return func(t *rapid.T) {
 		cfg := poll.Config{
 			WheelTick:  rapid.SampledFrom([]time.Duration{time.Millisecond, 2 * time.Millisecond}).Draw(t, "wheel tick"),
@@ -101,7 +107,13 @@ func stateMachineOf(be backend, ks []kind) func(*rapid.T) {
 		w := newWorld(t, be, cfg)
 		w.kinds = ks
 		defer w.cleanup()
-		t.Repeat(w.actions())
+		a := w.actions()
+		for _, k := range ks {
+			for i := 1; i <= extra; i++ {
+				a[fmt.Sprintf("%s (again %d)", k.name(), i)] = a[k.name()]
+			}
+		}
+		t.Repeat(a)
 		w.settle(t)
 		w.shutdown(t)
 	}

@@ -29,7 +29,7 @@ func TestTimerStateMachine(t *testing.T) {
 	for _, b := range backendsUnderTest() {
 		t.Run(b, func(t *testing.T) {
 			before := timerPileUps.Load()
-			checkScaled(t, stateMachineChecks, timerStateMachine(backendOf(b)))
+			checkScaled(t, stateMachineChecks, stateMachineWeighted(backendOf(b), []kind{timerKind{}}, 2))
 			t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
 		})
 	}
@@ -91,27 +91,6 @@ func timerPileUp(be backend) func(*rapid.T) {
 			"Poll":  func(t *rapid.T) { timerTake(t, w, s) },
 			"Drain": func(t *rapid.T) { timerDrain(t, w, s) },
 		})
-		w.settle(t)
-		w.shutdown(t)
-	}
-}
-
-// timerStateMachine is stateMachineOf for timers alone, with the timer
-// operations drawn more often.
-func timerStateMachine(be backend) func(*rapid.T) {
-	return func(t *rapid.T) {
-		cfg := poll.Config{
-			WheelTick:  rapid.SampledFrom([]time.Duration{time.Millisecond, 2 * time.Millisecond}).Draw(t, "wheel tick"),
-			WheelSlots: rapid.SampledFrom(wheelSlotChoices).Draw(t, "wheel slots"),
-			SpinWait:   rapid.SampledFrom(spinChoices).Draw(t, "spin wait (0 default, -1 none)"),
-		}
-		w := newWorld(t, be, cfg)
-		w.kinds = []kind{timerKind{}}
-		defer w.cleanup()
-		a := w.actions()
-		a["timer (again)"] = w.KindOp(timerKind{})
-		a["timer (once more)"] = w.KindOp(timerKind{})
-		t.Repeat(a)
 		w.settle(t)
 		w.shutdown(t)
 	}
