@@ -2,17 +2,14 @@ package eventloop
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"math"
 	"net"
-	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -44,21 +41,6 @@ func streamPair(t *testing.T, transport string) (Stream, net.Conn) {
 		return tcpClientPair(t)
 	}
 	return clientPair(t)
-}
-
-// loadPerCPU is the one-minute load average per CPU, rounded up, at
-// least 1 (1 when it cannot be read): the scale of the scheduling noise a
-// timing bound allows for on a shared machine.
-func loadPerCPU() int {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 1
-	}
-	var load float64
-	if _, err := fmt.Sscan(string(b), &load); err != nil {
-		return 1
-	}
-	return max(1, int(math.Ceil(load/float64(runtime.NumCPU()))))
 }
 
 // closeRec is a ConnCloser that notes when and why its Conn closed.
@@ -181,7 +163,7 @@ func TestConnReadTimeoutWhileWriting(t *testing.T) {
 					}
 				}
 				lateness := first + second
-				allowance := 10 * time.Millisecond * time.Duration(loadPerCPU())
+				allowance := 10 * time.Millisecond * time.Duration(testsupport.LoadPerCPU())
 				late := got.at.Sub(added1.Add(readTimeout))
 				require.LessOrEqual(t, late, tick+lateness+allowance,
 					"closed %v after ReadTimeout: more than one tick (%v), the Loop's lateness then (%v) and %v for the iteration", late, tick, lateness, allowance)

@@ -14,15 +14,14 @@ package poll
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"os"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // lateSlack is the scheduling noise allowed on top of one wheel tick: the
@@ -33,21 +32,7 @@ import (
 // turn late still fails. On a machine with more runnable threads than
 // cores it grows with the load average: a goroutine that waits for a core
 // is not the wheel's lateness.
-var lateSlack = 100 * time.Millisecond * time.Duration(max(1, loadPerCPU()))
-
-// loadPerCPU is the one-minute load average per CPU, rounded up (1 when it
-// cannot be read).
-func loadPerCPU() int {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 1
-	}
-	var load float64
-	if _, err := fmt.Sscan(string(b), &load); err != nil {
-		return 1
-	}
-	return int(math.Ceil(load / float64(runtime.NumCPU())))
-}
+var lateSlack = 100 * time.Millisecond * time.Duration(max(1, testsupport.LoadPerCPU()))
 
 // wheelConfigs are the wheel geometries the delay tests run with. The
 // second has a 16 ms rotation, so that 20 ms and 50 ms delays wrap around

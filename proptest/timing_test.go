@@ -4,8 +4,6 @@ package proptest
 
 import (
 	"fmt"
-	"math"
-	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/timer"
 )
@@ -28,21 +27,7 @@ import (
 // cores it grows with the load average (a goroutine waiting for a core is
 // not the wheel's lateness). A wheel that misses a deadline sleeps for the
 // whole Poll timeout (500ms here) or forever, which is what this catches.
-var lateSlack = 250 * time.Millisecond * time.Duration(max(1, loadPerCPU()))
-
-// loadPerCPU is the one-minute load average per CPU, rounded up (1 when it
-// cannot be read).
-func loadPerCPU() int {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 1
-	}
-	var load float64
-	if _, err := fmt.Sscan(string(b), &load); err != nil {
-		return 1
-	}
-	return int(math.Ceil(load / float64(runtime.NumCPU())))
-}
+var lateSlack = 250 * time.Millisecond * time.Duration(max(1, testsupport.LoadPerCPU()))
 
 // TestDelayTiming (rule 10, issue 22): deadlines of both kinds, a
 // Registration's DelayReadiness and a timer.Timer's Set (with a drawn

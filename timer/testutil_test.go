@@ -7,15 +7,12 @@ package timer
 // reported.
 
 import (
-	"fmt"
-	"math"
-	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -29,19 +26,7 @@ const (
 // machine that is not overloaded, more in proportion to the load average
 // per core when it is (a goroutine waiting for a core is not the timer's
 // lateness).
-var lateSlack = 100 * time.Millisecond * time.Duration(max(1, loadPerCPU()))
-
-func loadPerCPU() int {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 1
-	}
-	var load float64
-	if _, err := fmt.Sscan(string(b), &load); err != nil {
-		return 1
-	}
-	return int(math.Ceil(load / float64(runtime.NumCPU())))
-}
+var lateSlack = 100 * time.Millisecond * time.Duration(max(1, testsupport.LoadPerCPU()))
 
 // newPoll opens a Poll closed at the test's cleanup.
 func newPoll(t testing.TB) *poll.Poll {

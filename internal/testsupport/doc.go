@@ -7,6 +7,8 @@
 //     and how long a Poll call waits to show that nothing does.
 //   - Eventually: whether a condition comes to hold within a deadline.
 //   - WaitFor: Eventually with EventWait, failing the test otherwise.
+//   - LoadPerCPU: the load average per CPU, the scale of the scheduling
+//     noise a timing bound allows for.
 //
 // Resources:
 //   - OpenFds, OpenFdsNow: the process's open descriptors, for leak tests.
