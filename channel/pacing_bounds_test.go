@@ -61,16 +61,7 @@ func TestPaceLengthMeasured(t *testing.T) {
 	// Grow the spin to its longest: spins after which the producers made
 	// several values, fewer than a run of paceNear (TestPaceAdaptsItsLength).
 	for range 20 {
-		for q.head%segSize != 0 {
-			q.Push(0)
-			popN(t, q, 1)
-		}
-		q.unpace()
-		for !q.near {
-			q.Push(0)
-			popN(t, q, 1)
-		}
-		require.True(t, spins(q))
+		require.True(t, spinsFromSegmentStart(t, q))
 		for range 4 {
 			q.Push(0)
 		}

@@ -124,6 +124,19 @@ func TestPaceBacksOff(t *testing.T) {
 	require.Zero(t, q.skip)
 }
 
+// spinsFromSegmentStart moves to a segment's start (so that a run is not
+// cut short by the segment's end), forgets that the consumer caught up,
+// then catches up again and paces.
+func spinsFromSegmentStart(t *testing.T, q *segQueue[int]) bool {
+	t.Helper()
+	for q.head%segSize != 0 {
+		q.Push(0)
+		popN(t, q, 1)
+	}
+	q.unpace()
+	return spinsAfterCatchingUp(t, q)
+}
+
 // spinsAfterCatchingUp catches up with an empty queue and paces.
 func spinsAfterCatchingUp(t *testing.T, q *segQueue[int]) bool {
 	t.Helper()
@@ -190,17 +203,7 @@ func TestPaceAdaptsItsLength(t *testing.T) {
 	// find n values.
 	spinThenFind := func(n int) {
 		t.Helper()
-		// Start near a segment's start, so that the run is not cut short.
-		for q.head%segSize != 0 {
-			q.Push(0)
-			popN(t, q, 1)
-		}
-		q.unpace()
-		for !q.near {
-			q.Push(0)
-			popN(t, q, 1)
-		}
-		require.True(t, spins(q))
+		require.True(t, spinsFromSegmentStart(t, q))
 		for range n {
 			q.Push(0)
 		}
