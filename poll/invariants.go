@@ -77,3 +77,12 @@ func checkHeld(s uint64) {
 // not yet delivered. Guarded by debugChecks, so a normal build never loads
 // it; atomic, because tests of other Polls may be polling meanwhile.
 var afterSelect atomic.Pointer[func(*Poll)]
+
+// midLink and midLinkWait, when a test built with unipoll_debug sets them,
+// run in a producer between the exchange and the link of its node (the
+// queue's half-done link), and in the consumer each time it waits for such
+// a link to finish. Guarded by debugChecks, as afterSelect.
+var (
+	midLink     atomic.Pointer[func(*regNode)]
+	midLinkWait atomic.Pointer[func()]
+)

@@ -190,14 +190,29 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wake
 
 // drainQueue hands newly linked Registrations to the held list and reports
 // held nodes into ev until it is full or each has been looked at once in
-// this pass. It reports whether the queue was caught mid-link.
+// this pass. It reports whether the queue was caught mid-link by a push
+// that overlaps the drain; one that began earlier, it waits out.
 func (p *Poll) drainQueue(ev *Events) (midLink bool) {
 	if ev.full() {
 		return false
 	}
+	p.queue.mark()
 	for {
 		n, m := p.queue.pop()
 		if n == nil {
+			if m && p.queue.behindGoal() {
+				// A node linked before this drain began may be behind
+				// the half-done link: its producer is between two
+				// stores, so let it finish rather than report without
+				// that node.
+				if debugChecks {
+					if f := midLinkWait.Load(); f != nil {
+						(*f)()
+					}
+				}
+				runtime.Gosched()
+				continue
+			}
 			midLink = m
 			break
 		}

@@ -74,6 +74,16 @@ import (
 // "inconsistent": the consumer cannot see the node yet, must not sleep, and
 // retries.
 //
+// A half-done link hides more than its own node: the last node before it
+// cannot be unlinked either (its successor is not known), and a node whose
+// SetReadiness returned before the Poll call began may sit behind it. So
+// the consumer marks the head as it starts a drain (mark): every push that
+// returned before then is at or before that goal. Until the goal is passed
+// the consumer waits for a half-done link to finish (the producer is
+// between two atomic stores, so it only needs to run); after it, a
+// half-done link belongs to a push that overlaps the drain, and the
+// consumer may leave it for the next pass.
+//
 // Sleep. The consumer announces that it is about to block with the sleep
 // word (awake -> asleep), then checks the queue once more; a producer links
 // its node first and then looks at the sleep word. Both steps are
@@ -94,6 +104,7 @@ type readinessQueue struct {
 	head atomic.Pointer[regNode] // producers: last linked node
 	_    cpu.CacheLinePad
 	tail *regNode // consumer: next node to unlink (or stub)
+	goal *regNode // consumer: the head at mark, nil once passed
 	// sleep is queueAwake, queueAsleep or queueClosed; the consumer writes
 	// it around every blocking select, so producers read it only when they
 	// link a node.
@@ -120,6 +131,11 @@ func (q *readinessQueue) link(n *regNode) {
 	}
 	n.next.Store(nil)
 	prev := q.head.Swap(n)
+	if debugChecks && n != &q.stub {
+		if f := midLink.Load(); f != nil {
+			(*f)(n)
+		}
+	}
 	prev.next.Store(n)
 }
 
@@ -136,6 +152,18 @@ func (q *readinessQueue) push(n *regNode) error {
 	return nil
 }
 
+// mark sets the goal of a drain: the newest node linked so far.
+func (q *readinessQueue) mark() {
+	q.goal = q.head.Load()
+}
+
+// behindGoal reports whether a half-done link that pop ran into may hide a
+// node linked before mark: the node it is stuck at is not the goal, and
+// the goal has not been passed.
+func (q *readinessQueue) behindGoal() bool {
+	return q.goal != nil && q.tail != q.goal
+}
+
 // pop unlinks the oldest node. It returns nil when the queue is empty, and
 // nil with midLink set when a producer is half-way through link.
 func (q *readinessQueue) pop() (n *regNode, midLink bool) {
@@ -145,13 +173,16 @@ func (q *readinessQueue) pop() (n *regNode, midLink bool) {
 		if next == nil {
 			return nil, q.head.Load() != tail
 		}
+		if q.goal == tail {
+			q.goal = nil
+		}
 		q.tail = next
 		tail = next
 		next = next.next.Load()
 	}
 	if next != nil {
 		q.tail = next
-		return tail, false
+		return q.passed(tail), false
 	}
 	if q.head.Load() != tail {
 		return nil, true
@@ -160,9 +191,17 @@ func (q *readinessQueue) pop() (n *regNode, midLink bool) {
 	q.link(&q.stub)
 	if next = tail.next.Load(); next != nil {
 		q.tail = next
-		return tail, false
+		return q.passed(tail), false
 	}
 	return nil, true
+}
+
+// passed notes that n leaves the queue, and returns it.
+func (q *readinessQueue) passed(n *regNode) *regNode {
+	if q.goal == n {
+		q.goal = nil
+	}
+	return n
 }
 
 // prepareSleep announces that the consumer is about to block. It returns
