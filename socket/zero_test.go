@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,6 +57,12 @@ func tcpConnCase(kind string, c *TCPConn, p *poll.Poll) unopened {
 			call{"CloseWrite", c.CloseWrite},
 			call{"CloseRead", c.CloseRead},
 			call{"SetNoDelay", func() error { return c.SetNoDelay(true) }},
+			call{"SetKeepAlive", func() error { return c.SetKeepAlive(true) }},
+			call{"SetKeepAliveConfig", func() error { return c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true}) }},
+			call{"SetLinger", func() error { return c.SetLinger(0) }},
+			call{"SetUserTimeout", func() error { return c.SetUserTimeout(time.Second) }},
+			call{"SetReadBuffer", func() error { return c.SetReadBuffer(4096) }},
+			call{"SetWriteBuffer", func() error { return c.SetWriteBuffer(4096) }},
 			call{"ConnectError", c.ConnectError},
 			call{"Close", c.Close},
 		),
@@ -88,6 +95,8 @@ func udpConnCase(kind string, c *UDPConn, p *poll.Poll) unopened {
 			call{"Write", func() error { _, err := c.Write(b); return err }},
 			call{"ReadFrom", func() error { _, _, err := c.ReadFrom(b); return err }},
 			call{"WriteTo", func() error { _, err := c.WriteTo(b, to); return err }},
+			call{"SetReadBuffer", func() error { return c.SetReadBuffer(4096) }},
+			call{"SetWriteBuffer", func() error { return c.SetWriteBuffer(4096) }},
 			call{"Close", c.Close},
 		),
 		fd:      c.Fd,
@@ -104,6 +113,8 @@ func unixConnCase(kind string, c *UnixConn, p *poll.Poll) unopened {
 			call{"Read", func() error { _, err := c.Read(b); return err }},
 			call{"Write", func() error { _, err := c.Write(b); return err }},
 			call{"CloseWrite", c.CloseWrite},
+			call{"SetReadBuffer", func() error { return c.SetReadBuffer(4096) }},
+			call{"SetWriteBuffer", func() error { return c.SetWriteBuffer(4096) }},
 			call{"Close", c.Close},
 		),
 		fd:      c.Fd,
