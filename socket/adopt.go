@@ -106,8 +106,9 @@ func fromFile[T any](f *os.File, adopt func(int) (T, error)) (T, error) {
 	return s, nil
 }
 
-// adoptCheck checks that fd is a stream socket, listening or not as asked,
-// of an IP family (inet) or AF_UNIX (!inet); only then does it make fd
+// adoptCheck checks that fd is a stream socket of an IP family (inet) or
+// AF_UNIX (!inet), and then (the family being the more telling mismatch)
+// that it is listening or not as asked; only then does it make fd
 // non-blocking and close-on-exec, so that a refused fd is left untouched. It
 // returns fd's local address.
 func adoptCheck(fd int, listening, inet bool) (unix.Sockaddr, error) {
@@ -122,6 +123,15 @@ func adoptCheck(fd int, listening, inet bool) (unix.Sockaddr, error) {
 	if sotype != unix.SOCK_STREAM {
 		return nil, fmt.Errorf("%w: socket type %d, want SOCK_STREAM", ErrWrongSocketType, sotype)
 	}
+	lsa, err := localName(fd)
+	if err != nil {
+		return nil, err
+	}
+	if _, isUnix := lsa.(*unix.SockaddrUnix); inet && tcpAddr(lsa) == nil {
+		return nil, fmt.Errorf("%w: not an IP socket", ErrWrongSocketType)
+	} else if !inet && !isUnix {
+		return nil, fmt.Errorf("%w: not a Unix-domain socket", ErrWrongSocketType)
+	}
 	acc, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
 	if err != nil {
 		return nil, os.NewSyscallError("getsockopt(SO_ACCEPTCONN)", err)
@@ -131,15 +141,6 @@ func adoptCheck(fd int, listening, inet bool) (unix.Sockaddr, error) {
 			return nil, fmt.Errorf("%w: socket is not listening", ErrWrongSocketType)
 		}
 		return nil, fmt.Errorf("%w: socket is listening", ErrWrongSocketType)
-	}
-	lsa, err := localName(fd)
-	if err != nil {
-		return nil, err
-	}
-	if _, isUnix := lsa.(*unix.SockaddrUnix); inet && tcpAddr(lsa) == nil {
-		return nil, fmt.Errorf("%w: not an IP socket", ErrWrongSocketType)
-	} else if !inet && !isUnix {
-		return nil, fmt.Errorf("%w: not a Unix-domain socket", ErrWrongSocketType)
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return nil, os.NewSyscallError("fcntl(O_NONBLOCK)", err)

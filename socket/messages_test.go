@@ -36,7 +36,7 @@ func TestErrorMessages(t *testing.T) {
 		{second(DialUnix("")), "socket: dial unix: invalid address", ErrInvalidAddr},
 		{wrongAddr, "socket: write to :0: invalid address: want *net.UDPAddr, have *net.TCPAddr", ErrInvalidAddr},
 		{closed.Close(), "socket: close: use of closed network connection", ErrClosed},
-		{second(AdoptTCPListener(unixFd(t))), "socket: adopt tcp listener: wrong socket type: socket is not listening", ErrWrongSocketType},
+		{second(AdoptTCPListener(unixFd(t))), "socket: adopt tcp listener: wrong socket type: not an IP socket", ErrWrongSocketType},
 	} {
 		require.ErrorIs(t, tc.err, tc.sentinel)
 		msg := tc.err.Error()
