@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,10 +46,12 @@ import (
 //	T4. A Watcher's readiness is set once, by whoever first sees the exit
 //	    (a scan, or Status), under sigchldWatch.mu: in edge mode the exit is
 //	    one edge.
-//	T5. No lock is held across another: the scan copies the pids under
-//	    table.mu, calls waitid without it, takes table.mu to copy the
-//	    Watchers of a pid that exited, marks them under their own mu, then
-//	    takes table.mu again to remove them (T1).
+//	T5. No lock is held across another: the scan copies the Watchers
+//	    (each knows its pid) under table.mu, calls waitid without it, marks
+//	    the copied Watchers of a pid that exited under their own mu, then
+//	    takes table.mu again to remove them (T1). Only Watchers that were
+//	    in the table before the look are marked by it: one entered later
+//	    looks for itself (T3).
 //
 // Limits: the table knows processes by pid. If an owner reaps a process
 // before any scan saw its exit, the next scan (the reaped child's SIGCHLD
@@ -59,7 +60,10 @@ import (
 // have been reused by a new child of this process in between, the old
 // Watcher would follow the new process. Owners that reap only after the
 // Watcher's event (the way this package is meant to be used) never meet
-// this; the pidfd path has no such window.
+// this; the pidfd path has no such window. A Watcher of the new process
+// itself is not confused with the old one: it entered the table after the
+// old process was reaped, so after any scan's copy that could have found
+// the old exit (T5).
 //
 // Cost: a scan is one waitid per watched pid (Linux 5.13 and later find the
 // pid directly; earlier kernels walk the children for each call). SIGCHLDs
@@ -69,7 +73,7 @@ var table struct {
 	mu    sync.Mutex
 	pids  map[int][]*sigchldWatch // T1
 	users int                     // T2
-	buf   []int                   // the scan's copy of the pids (relay goroutine only)
+	buf   []*sigchldWatch         // the scan's copy of the Watchers (relay goroutine only)
 }
 
 var subMu sync.Mutex // T2
@@ -133,30 +137,41 @@ func use(delta int) {
 }
 
 // scan looks at every watched pid once; it runs on the relay's goroutine
-// for SIGCHLD (T5).
+// for SIGCHLD (T5). It copies the Watchers before it looks, so that a
+// Watcher entered after the copy, maybe of a new process that was given
+// the pid of one this scan finds exited, is left to its own look (T3).
 func scan() {
 	scans.Add(1)
 	table.mu.Lock()
-	pids := table.buf[:0]
-	for pid := range table.pids {
-		pids = append(pids, pid)
+	ws := table.buf[:0]
+	for _, list := range table.pids {
+		ws = append(ws, list...) // a pid's Watchers stay side by side
 	}
-	table.buf = pids
+	table.buf = ws
 	table.mu.Unlock()
-	for _, pid := range pids {
-		st, exited, err := peekID(unix.P_PID, pid)
-		if err == nil && !exited {
-			continue
-		}
-		table.mu.Lock()
-		ws := slices.Clone(table.pids[pid]) // unlist edits the table's slice
-		table.mu.Unlock()
-		for _, m := range ws {
-			m.mark(st, err) // T1: marked, then removed
-			m.unlist()
-		}
+	if f := scanCopied.Load(); f != nil {
+		(*f)()
 	}
+	for i := 0; i < len(ws); {
+		pid, j := ws[i].pid, i+1
+		for j < len(ws) && ws[j].pid == pid {
+			j++
+		}
+		st, exited, err := peekID(unix.P_PID, pid)
+		if err != nil || exited {
+			for _, m := range ws[i:j] {
+				m.mark(st, err) // T1: marked, then removed
+				m.unlist()
+			}
+		}
+		i = j
+	}
+	clear(ws) // keep no closed Watcher reachable until the next scan
 }
+
+// scanCopied, when a test sets it, runs in scan between its copy of the
+// table and its first look.
+var scanCopied atomic.Pointer[func()]
 
 // look checks this Watcher's pid itself (Watch, and Status before a scan
 // saw the exit).
