@@ -26,7 +26,6 @@ import (
 // (wheel/link.go says how).
 type TimerQueue struct {
 	reg *Registration
-	set *SetReadiness
 	wheelLink
 }
 
@@ -63,7 +62,7 @@ type TimerStats struct {
 // never early and less than one resolution (or one tick) late.
 func NewTimerQueue(resolution time.Duration) *TimerQueue {
 	reg, set := NewRegistration()
-	q := &TimerQueue{reg: reg, set: set}
+	q := &TimerQueue{reg: reg}
 	n := set.n
 	q.queue().Init(resolution, func(on bool) {
 		// Under the wheel's mutex (wheel/owner.go, takeExpired): an
