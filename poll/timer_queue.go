@@ -82,7 +82,7 @@ func NewTimerQueue(resolution time.Duration) *TimerQueue {
 }
 
 // queue is the queue's deadlines in its Poll's wheel.
-func (q *TimerQueue) queue() *wheel.Queue { return wheel.QueueOf(q) }
+func (q *TimerQueue) queue() *wheel.Queue { return wheel.QueueOf(&q.wheelLink) }
 
 var errAddUnregistered = wrapf(ErrNotRegistered, "TimerQueue.Add before the queue was registered with a Poll")
 
