@@ -48,7 +48,12 @@ func (w *pollWheel) delay(n *regNode, r Ready, d time.Duration) error {
 	w.cancelDelayLocked(n)
 	key, slot := w.nodes.Alloc()
 	*slot = n
-	id, wake := w.AddLocked(uint64(key), deadline, now)
+	id, wake, err := w.AddLocked(uint64(key), deadline, now)
+	if err != nil {
+		w.nodes.Free(key)
+		w.Unlock()
+		return err
+	}
 	n.delayID, n.delayed = id, r
 	n.hasDelay.Store(true)
 	w.Unlock()

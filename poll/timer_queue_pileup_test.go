@@ -26,7 +26,7 @@ import (
 // is the reverse of the order of Add and no scheduling delay between two
 // Adds can change it.
 func TestTimerQueueExpiredPileUp(t *testing.T) {
-	const room = 16 // the ring's first capacity (internal/base/wheel, keyRing.push)
+	const room = 16 // the ring's first capacity (internal/base/ring, Ring.Push)
 	p := newPollConfig(t, Config{WheelTick: time.Millisecond})
 	ev := NewEvents(4)
 	cases := 0

@@ -40,10 +40,10 @@ func (w *Wheel) Check() error {
 // checkEntry checks entry idx, at place i of slot s of level l. mu held.
 func (w *Wheel) checkEntry(l int, s int64, i int, idx int32) error {
 	pos := int64(l)*w.slots + s
-	if !w.entries.Valid(uint32(idx)) {
+	_, e, ok := w.entries.Current(uint32(idx))
+	if !ok {
 		return fmt.Errorf("slot %d holds free entry %d (invariant 1)", pos, idx)
 	}
-	e := w.entries.Get(uint32(idx))
 	if e.pos != int32(i) || int64(e.where) != pos {
 		return fmt.Errorf("entry %d at slot %d place %d names slot %d place %d (invariant 1)", idx, pos, i, e.where, e.pos)
 	}

@@ -1,5 +1,11 @@
 package wheel
 
+import (
+	"errors"
+
+	"github.com/unipoll/unipoll/internal/base/table"
+)
+
 // Entries: allocating, placing and taking out one deadline, and the
 // methods through which the wheel's user (the Poll's delayed readiness)
 // works on owner 0 under mu. Every function here runs with mu held.
@@ -18,9 +24,9 @@ func (w *Wheel) ClosedLocked() bool { return w.closed }
 
 // AddLocked schedules an entry of owner 0 carrying key, at deadline (from
 // DeadlineAfter, with now). It returns its ID and whether to call Wake
-// once mu is released (invariant 5). The wheel must not be closed. mu
-// held.
-func (w *Wheel) AddLocked(key uint64, deadline, now int64) (ID, bool) {
+// once mu is released (invariant 5), or ErrTooMany. The wheel must not be
+// closed. mu held.
+func (w *Wheel) AddLocked(key uint64, deadline, now int64) (ID, bool, error) {
 	return w.schedule(ownerDirect, key, deadline, now)
 }
 
@@ -52,35 +58,43 @@ func (w *Wheel) Totals() (fired, cancelled uint64) {
 	return w.expired, w.cancelled
 }
 
+// ErrTooMany: the wheel holds as many entries as its table can name
+// (2^31), which no program has the memory for.
+var ErrTooMany = errors.New("unipoll: timing wheel full")
+
 // newEntry allocates an entry for owner, with key and deadline.
-func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (int32, *entry) {
-	idx, e := w.entries.Alloc()
-	w.nextGen++
-	if w.nextGen == 0 {
-		w.nextGen = 1
+func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (table.Handle, *entry, error) {
+	h, e, err := w.entries.Alloc()
+	if err != nil {
+		return h, nil, ErrTooMany
 	}
-	*e = entry{deadline: deadline, key: key, pos: noEntry, gen: w.nextGen, owner: owner}
+	*e = entry{deadline: deadline, key: key, pos: noEntry, owner: owner}
 	w.owners[owner].refs++
-	return int32(idx), e
+	return h, e, nil
 }
 
-// freeEntry returns an entry that is in no slot.
-func (w *Wheel) freeEntry(idx int32) {
-	e := w.entries.Get(uint32(idx))
+// get returns entry idx, which is in a slot (invariant 1).
+func (w *Wheel) get(idx int32) *entry {
+	_, e, ok := w.entries.Current(uint32(idx))
+	if debugChecks && !ok {
+		corrupted("a slot holds a free entry (invariant 1)")
+	}
+	return e
+}
+
+// freeEntry returns entry h, which is in no slot, to the table.
+func (w *Wheel) freeEntry(h table.Handle, e *entry) {
 	w.owners[e.owner].refs--
-	w.entries.Free(uint32(idx))
+	w.entries.Free(h)
 }
 
 // lookup returns the entry id names, if it is still allocated.
 func (w *Wheel) lookup(id ID) (int32, *entry, bool) {
-	if id.gen == 0 || !w.entries.Valid(id.idx) {
+	e, ok := w.entries.Lookup(id.h)
+	if !ok {
 		return noEntry, nil, false
 	}
-	e := w.entries.Get(id.idx)
-	if e.gen != id.gen {
-		return noEntry, nil, false
-	}
-	return int32(id.idx), e, true
+	return int32(id.h.Idx), e, true
 }
 
 // insert puts entry idx in its slot and returns the tick at which that
@@ -118,7 +132,7 @@ func (w *Wheel) unlink(idx int32, e *entry) {
 	if e.pos != last {
 		moved := v[last]
 		v[e.pos] = moved
-		w.entries.Get(uint32(moved)).pos = e.pos
+		w.get(moved).pos = e.pos
 	}
 	v = v[:last]
 	if last == 0 {
@@ -138,18 +152,21 @@ func (w *Wheel) unlink(idx int32, e *entry) {
 // schedule inserts a new entry and says whether to wake a consumer
 // sleeping past its slot's start (invariant 5). now is the current tick,
 // read with the deadline. The caller wakes it once mu is released.
-func (w *Wheel) schedule(owner uint16, key uint64, deadline, now int64) (ID, bool) {
+func (w *Wheel) schedule(owner uint16, key uint64, deadline, now int64) (ID, bool, error) {
 	if w.count.Load() == 0 && w.cur < now {
 		w.cur = now // nothing placed relative to the old cur: catch up for free
 	}
-	idx, e := w.newEntry(owner, key, deadline)
-	start := w.insert(idx, e)
+	h, e, err := w.newEntry(owner, key, deadline)
+	if err != nil {
+		return ID{}, false, err
+	}
+	start := w.insert(int32(h.Idx), e)
 	w.count.Add(1)
 	wake := w.sleeping && start < w.sleepDue
 	if wake {
 		w.sleeping = false
 	}
-	return ID{uint32(idx), e.gen}, wake
+	return ID{h}, wake, nil
 }
 
 // cancel takes owner's pending entry id out of the wheel and frees it.
@@ -160,7 +177,7 @@ func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
 	}
 	key = e.key
 	w.unlink(idx, e)
-	w.freeEntry(idx)
+	w.freeEntry(id.h, e)
 	w.cancelled++
 	w.owners[owner].cancels++
 	return key, true

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/unipoll/unipoll/internal/base/table"
 )
 
 // The consumer's side: bringing the wheel to the present (Expire) and
@@ -74,15 +76,15 @@ func (w *Wheel) takeSlot(l int, s, start int64) {
 		if i%touchBatch == 0 {
 			w.touch(v[i:min(i+touchBatch, len(v))])
 		}
-		e := w.entries.Get(uint32(idx))
-		if debugChecks && int64(e.where) != pos {
+		h, e, _ := w.entries.Current(uint32(idx))
+		if debugChecks && (e == nil || int64(e.where) != pos) {
 			corrupted("entry in a slot other than the one it names (invariant 1)")
 		}
 		switch {
 		case w.owners[e.owner].closed:
-			w.freeEntry(idx)
+			w.freeEntry(h, e)
 		case w.dueOf(e) <= w.cur:
-			w.due = append(w.due, dueEntry{e.deadline, e.gen, idx})
+			w.due = append(w.due, dueEntry{e.deadline, h.Gen, idx})
 		default:
 			w.insert(idx, e)
 			moved++
@@ -107,7 +109,7 @@ const touchBatch = 32
 func (w *Wheel) touch(idxs []int32) {
 	var x int64
 	for _, idx := range idxs {
-		x ^= w.entries.Get(uint32(idx)).deadline
+		x ^= w.get(idx).deadline
 	}
 	w.touched ^= x // keeps the loads
 }
@@ -126,14 +128,14 @@ func (w *Wheel) fireDue() {
 	})
 	w.expired += uint64(len(w.due))
 	for _, d := range w.due {
-		idx := d.idx
-		e := w.entries.Get(uint32(idx))
+		h := table.Handle{Idx: uint32(d.idx), Gen: d.gen}
+		e := w.get(d.idx)
 		if e.owner == ownerDirect {
 			key := e.key
-			w.freeEntry(idx)
+			w.freeEntry(h, e)
 			w.fire(key)
 		} else {
-			w.toExpired(idx, e)
+			w.toExpired(h, e)
 		}
 	}
 	w.due = w.due[:0]

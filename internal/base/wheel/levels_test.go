@@ -32,7 +32,10 @@ func (w *Wheel) add(id uint16, key uint64, d time.Duration) (ID, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	dl, now := w.DeadlineAfter(d)
-	eid, _ := w.schedule(id, key, dl, now)
+	eid, _, err := w.schedule(id, key, dl, now)
+	if err != nil {
+		panic(err) // 2^31 entries: not in a test
+	}
 	return eid, dl
 }
 
@@ -148,8 +151,8 @@ func TestWheelLevelsModel(t *testing.T) {
 				w.mu.Lock()
 				cur := w.cur
 				r := &w.owners[id].expired
-				for i := range r.n {
-					k := r.buf[(r.head+i)&(len(r.buf)-1)]
+				for i := range r.Len() {
+					k := r.At(i)
 					if due := w.dueOf(&entry{deadline: live[k].deadline, owner: id}); due > cur {
 						w.mu.Unlock()
 						t.Fatalf("key %d passed at tick %d, before its due tick %d", k, cur, due)
@@ -170,8 +173,8 @@ func TestWheelLevelsModel(t *testing.T) {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				o := &w.owners[id]
-				if got, want := o.refs+o.expired.len(), len(live); got != want {
-					t.Fatalf("owner holds %d entries and %d expired keys, model %d", o.refs, o.expired.len(), want)
+				if got, want := o.refs+o.expired.Len(), len(live); got != want {
+					t.Fatalf("owner holds %d entries and %d expired keys, model %d", o.refs, o.expired.Len(), want)
 				}
 			},
 		})
@@ -201,7 +204,7 @@ func TestWheelTickCostIsWhatExpires(t *testing.T) {
 		w.Advance(time.Millisecond)
 		w.Expire()
 	}
-	require.Equal(t, near, w.owners[id].expired.len(), "the near deadlines passed")
+	require.Equal(t, near, w.owners[id].expired.Len(), "the near deadlines passed")
 	require.Equal(t, int64(far), w.count.Load(), "the far ones are all still pending")
 	// Each near deadline is taken from a slot once or twice (level 1, then
 	// level 0); a wheel that walked its pending entries would take them a

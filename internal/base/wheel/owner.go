@@ -4,6 +4,9 @@ import (
 	"errors"
 	"math"
 	"time"
+
+	"github.com/unipoll/unipoll/internal/base/ring"
+	"github.com/unipoll/unipoll/internal/base/table"
 )
 
 // Owners. Every entry belongs to an owner: 0 is the wheel user's own
@@ -21,11 +24,11 @@ const MaxQueues = maxOwners - 1
 
 // owner is the wheel's record of one owner of entries.
 type owner struct {
-	readable func(bool)    // a Queue's: sets (true) or clears its readiness; under mu
-	refs     int           // its entries in the wheel (pending)
-	expired  keyRing       // keys of its entries that fired, in deadline order
-	closed   bool          // entries are freed as they come up
-	res      time.Duration // the Queue's resolution in whole ticks (ownerRes, dueOf)
+	readable func(bool)        // a Queue's: sets (true) or clears its readiness; under mu
+	refs     int               // its entries in the wheel (pending)
+	expired  ring.Ring[uint64] // keys of its entries that fired, in deadline order
+	closed   bool              // entries are freed as they come up
+	res      time.Duration     // the Queue's resolution in whole ticks (ownerRes, dueOf)
 	fired    uint64
 	cancels  uint64
 }
@@ -88,29 +91,29 @@ func (w *Wheel) closeOwner(id uint16) {
 
 func (o *owner) closeLocked() {
 	o.closed = true
-	o.expired = keyRing{}
+	o.expired.Reset()
 }
 
 // toExpired frees an entry that came due and appends its key to its
 // owner's expired ring (Expire hands them over in deadline order).
-func (w *Wheel) toExpired(idx int32, e *entry) {
+func (w *Wheel) toExpired(h table.Handle, e *entry) {
 	o := &w.owners[e.owner]
-	if o.expired.len() == 0 {
+	if o.expired.Len() == 0 {
 		w.notified = append(w.notified, e.owner)
 	}
-	o.expired.push(e.key)
+	o.expired.Push(e.key)
 	o.fired++
-	w.freeEntry(idx)
+	w.freeEntry(h, e)
 }
 
 // takeExpired takes the oldest key of owner's expired ring.
 func (w *Wheel) takeExpired(id uint16) (key uint64, ok bool) {
 	o := &w.owners[id]
-	if key, ok = o.expired.pop(); !ok {
+	if key, ok = o.expired.Pop(); !ok {
 		return 0, false
 	}
-	if o.expired.len() == 0 {
-		o.expired.trim()
+	if o.expired.Len() == 0 {
+		o.expired.Trim(expiredKeep)
 		// Under mu, so that an expiry cannot set the readiness between the
 		// check and the clear (the expiring consumer holds mu too): an
 		// expired deadline never waits with its queue unreadable.
@@ -122,5 +125,10 @@ func (w *Wheel) takeExpired(id uint16) (key uint64, ok bool) {
 // stats returns owner id's counters.
 func (w *Wheel) stats(id uint16) Stats {
 	o := &w.owners[id]
-	return Stats{Pending: o.refs, Expired: o.expired.len(), Fired: o.fired, Cancelled: o.cancels}
+	return Stats{Pending: o.refs, Expired: o.expired.Len(), Fired: o.fired, Cancelled: o.cancels}
 }
+
+// expiredKeep is the largest buffer an owner's expired ring keeps while it
+// is empty: a burst of expiries does not pin its memory, while a queue in
+// steady use does not allocate.
+const expiredKeep = 1024

@@ -102,12 +102,12 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 		w.mu.Unlock()
 		return ID{}, err
 	}
-	eid, wake := w.schedule(id, key, deadline, now)
+	eid, wake, err := w.schedule(id, key, deadline, now)
 	w.mu.Unlock()
 	if wake {
 		w.wake()
 	}
-	return eid, nil
+	return eid, err
 }
 
 // Remove cancels the deadline eid names, if it has not passed, and

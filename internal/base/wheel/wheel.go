@@ -26,9 +26,10 @@
 // and a tick touches only the slots that come due: the cost of time
 // passing is what expires, not what is pending.
 //
-// Entries live in a slab (internal/slab); an entry is 32 bytes and there
-// is no allocation per deadline in steady state. The slab gives its memory
-// back after a burst. A slot holds its entries' indexes side by side in a
+// Entries live in an index-and-generation table (internal/base/table,
+// with Shrink); an entry is 32 bytes with its generation, and there is no
+// allocation per deadline in steady state. The table gives its memory back
+// after a burst. A slot holds its entries' indexes side by side in a
 // vector (slotv), in no order, and each entry knows its place in it (pos),
 // so that insert is an append and unlink a swap with the last. Slot
 // vectors rather than linked lists because of what a million pending
@@ -55,10 +56,11 @@
 //  5. While sleeping is set, the consumer sleeps until tick sleepDue at the
 //     latest; an insertion whose slot starts earlier wakes it, since it
 //     computed its timeout without that entry.
-//  6. An entry's ID (index, generation) names it only while it is
-//     allocated: gen comes from a counter that never repeats a value for a
-//     slot in practice, so a stale ID, once its entry is freed and reused,
-//     never matches.
+//  6. An entry's ID (its table Handle: index and generation) names it
+//     only while it is allocated: the table's generations come from one
+//     counter of 2^31 - 1 values, so a stale ID, once its entry is freed
+//     and reused, never matches in practice. They also order allocations,
+//     which orders the entries that fire in the same nanosecond.
 //
 // Lock order: a Queue's mu, then the Poll's locks (a Registration's mu),
 // then the wheel's mu, a leaf: nothing called under it takes another lock
@@ -73,7 +75,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/unipoll/unipoll/internal/slab"
+	"github.com/unipoll/unipoll/internal/base/table"
 )
 
 // Wheel is one Poll's timing wheel. The zero Wheel is not usable: call
@@ -95,8 +97,7 @@ type Wheel struct {
 	wake     func()
 	fire     func(key uint64) // owner 0's due entries, under mu
 
-	entries slab.Slab[entry]
-	nextGen uint32
+	entries table.Table[entry]
 	owners  []owner // by owner id; 0 is the wheel user's own (fire)
 
 	// Consumer scratch, reused.
@@ -113,12 +114,12 @@ type level struct {
 	occupied uint64
 }
 
-// entry is one deadline. 32 bytes (28 and padding).
+// entry is one deadline: 24 bytes, 32 in its table slot with the
+// generation (invariant 6).
 type entry struct {
 	deadline int64  // nanoseconds since origin
 	key      uint64 // the owner's: a Registration's delay slot or a Queue key
 	pos      int32  // its index in slotv[where]
-	gen      uint32 // see invariant 6
 	where    uint16 // its slot: l*slots+s
 	owner    uint16
 }
@@ -148,7 +149,7 @@ type dueEntry struct {
 }
 
 // ID names one entry. The zero ID names none.
-type ID struct{ idx, gen uint32 }
+type ID struct{ h table.Handle }
 
 // MaxSlots is the most slots a level may have: its bitmap is one word.
 const MaxSlots = 64
@@ -167,6 +168,7 @@ func (w *Wheel) Init(tick time.Duration, slots int, wake func(), fire func(key u
 	nlevels := (64 + int(w.bits) - 1) / int(w.bits)
 	w.levels = make([]level, nlevels)
 	w.slotv = make([][]int32, nlevels*slots)
+	w.entries.Shrink = true
 	w.owners = []owner{{refs: 1}} // owner 0 never goes away
 	w.wake, w.fire = wake, fire
 }
