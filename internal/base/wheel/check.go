@@ -4,7 +4,7 @@ import "fmt"
 
 // Check walks every slot and checks invariants 1 to 4 against it: each
 // entry is where it says, in the slot its due tick gives, the occupancy
-// bits match the slots, and count and the slab agree with what the slots
+// bits match the slots, and count and the table agree with what the slots
 // hold. It returns the first broken one, or nil. It takes mu; call it with
 // no Expire in progress. For tests (this package's and the Poll's): the
 // cost is one pass over every slot and entry.
