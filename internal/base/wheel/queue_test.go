@@ -61,11 +61,11 @@ func TestQueueBind(t *testing.T) {
 	for _, c := range []struct {
 		d   time.Duration
 		key uint64
-	}{{3 * time.Millisecond, 3}, {time.Millisecond, 1}, {2 * time.Millisecond, 2}} {
+	}{{3 * time.Hour, 3}, {time.Hour, 1}, {2 * time.Hour, 2}} { // far apart: no scheduling delay between Adds reorders them
 		_, err := q.Add(c.d, func() (uint64, error) { return c.key, nil })
 		require.NoError(t, err)
 	}
-	w.Advance(time.Second)
+	w.Advance(4 * time.Hour)
 	w.Expire()
 	require.True(t, readable, "expired keys wait, the Queue is not readable")
 	for want := uint64(1); want <= 3; want++ {
@@ -76,7 +76,7 @@ func TestQueueBind(t *testing.T) {
 	require.False(t, readable, "every key taken, the Queue is still readable")
 	require.Equal(t, Stats{Fired: 3}, q.Stats())
 
-	pending, err := q.Add(time.Hour, func() (uint64, error) { return 9, nil })
+	pending, err := q.Add(5*time.Hour, func() (uint64, error) { return 9, nil })
 	require.NoError(t, err)
 	require.NoError(t, q.Close(func() error { return nil }))
 	_, err = q.Add(time.Hour, func() (uint64, error) { t.Fatal("newKey after Close"); return 0, nil })
