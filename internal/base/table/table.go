@@ -178,13 +178,32 @@ func (t *Table[E]) claim(ci, i int) (Handle, *E, error) {
 	if m.used == ChunkSize {
 		t.setOpen(ci, false)
 	}
-	t.gen++
-	if t.gen > MaxGen {
-		t.gen = 1
-	}
+	t.gen = t.NextGen()
 	s := &t.chunks[ci][i]
 	s.gen = t.gen
 	return Handle{Idx: uint32(ci<<chunkBits | i), Gen: t.gen}, &s.val, nil
+}
+
+// NextGen returns the generation that the next Alloc, Take or Renew will
+// stamp, for a caller that must publish a Handle (a kernel key) before it
+// knows that the slot's change can be made.
+func (t *Table[E]) NextGen() uint32 {
+	if t.gen >= MaxGen {
+		return 1
+	}
+	return t.gen + 1
+}
+
+// Renew stamps the slot h names with a new generation, leaving its record,
+// so that every earlier Handle of it names nothing, and returns the new
+// Handle; or false if h names nothing.
+func (t *Table[E]) Renew(h Handle) (Handle, bool) {
+	if _, ok := t.Lookup(h); !ok {
+		return Handle{}, false
+	}
+	t.gen = t.NextGen()
+	t.chunks[h.Idx>>chunkBits][h.Idx&chunkMask].gen = t.gen
+	return Handle{Idx: h.Idx, Gen: t.gen}, true
 }
 
 // Lookup returns the record h names, or false if h names nothing: its slot

@@ -45,6 +45,9 @@ func TestTableModel(t *testing.T) {
 			"alloc": func(t *rapid.T) {
 				for range rapid.IntRange(1, ChunkSize+ChunkSize/2).Draw(t, "n") {
 					want := lowestFree()
+					if g := tab.NextGen(); g != lastGen+1 {
+						t.Fatalf("NextGen = %d after %d", g, lastGen)
+					}
 					h, p, err := tab.Alloc()
 					if err != nil || h.Idx != want {
 						t.Fatalf("Alloc = %v, %v; want index %d", h, err, want)
@@ -65,6 +68,30 @@ func TestTableModel(t *testing.T) {
 					t.Fatalf("Take(%d) = %v, %v", idx, h, err)
 				}
 				stamp(t, h, p)
+			},
+			"renew": func(t *rapid.T) {
+				if len(live) == 0 {
+					t.Skip("empty")
+				}
+				idxs := make([]uint32, 0, len(live))
+				for i := range live {
+					idxs = append(idxs, i)
+				}
+				slices.Sort(idxs)
+				old := live[rapid.SampledFrom(idxs).Draw(t, "idx")]
+				want := tab.NextGen()
+				h, ok := tab.Renew(old)
+				if !ok || h.Idx != old.Idx || h.Gen != want || h.Gen <= lastGen {
+					t.Fatalf("Renew(%v) = %v, %v; want generation %d after %d", old, h, ok, want, lastGen)
+				}
+				lastGen = h.Gen
+				live[h.Idx] = h
+				val[h] = val[old]
+				delete(val, old)
+				dead = append(dead, old)
+				if _, ok := tab.Renew(old); ok {
+					t.Fatalf("Renew(%v) of a stale handle = true", old)
+				}
 			},
 			"free": func(t *rapid.T) {
 				if len(live) == 0 {
@@ -167,6 +194,9 @@ func TestTableGenerationWraps(t *testing.T) {
 	var tab Table[int]
 	tab.gen = MaxGen - 1
 	a, _, _ := tab.Alloc()
+	if g := tab.NextGen(); g != 1 {
+		t.Fatalf("NextGen after %d = %d, want 1", MaxGen, g)
+	}
 	b, _, _ := tab.Alloc()
 	if a.Gen != MaxGen || b.Gen != 1 {
 		t.Fatalf("generations %d, %d; want %d, 1", a.Gen, b.Gen, MaxGen)
