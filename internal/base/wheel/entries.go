@@ -73,13 +73,16 @@ func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (table.Handle
 	return h, e, nil
 }
 
-// get returns entry idx, which is in a slot (invariant 1).
+// get returns entry idx, which is in a slot (invariant 1), by index
+// alone: a slot's vector holds indexes, checked against their generation
+// when they were named by an ID.
 func (w *Wheel) get(idx int32) *entry {
-	_, e, ok := w.entries.Current(uint32(idx))
-	if debugChecks && !ok {
-		corrupted("a slot holds a free entry (invariant 1)")
+	if debugChecks {
+		if _, _, ok := w.entries.Current(uint32(idx)); !ok {
+			corrupted("a slot holds a free entry (invariant 1)")
+		}
 	}
-	return e
+	return w.entries.At(uint32(idx))
 }
 
 // freeEntry returns entry h, which is in no slot, to the table.
