@@ -3,8 +3,8 @@ package poll
 import "time"
 
 // Delayed readiness: DelayReadiness puts one entry per Registration in the
-// Poll's timing wheel (wheel.go), under the delay owner. The entry's key is
-// the index of the Registration in wheel.nodes, so that the wheel holds a
+// Poll's timing wheel (wheel.go), under owner 0. The entry's key is the
+// index of the Registration in pollWheel.nodes, so that the wheel holds a
 // Go pointer to the node only while a delay is pending. The node's
 // delayID, delayed and the wheel entry change together under the wheel's
 // mutex; hasDelay mirrors "delayID names a pending entry" for
@@ -38,39 +38,44 @@ func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
 
 // delay schedules n's delayed readiness r after d, replacing any pending
 // one.
-func (w *wheel) delay(n *regNode, r Ready, d time.Duration) error {
-	deadline, now := w.deadlineAfter(d)
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+func (w *pollWheel) delay(n *regNode, r Ready, d time.Duration) error {
+	deadline, now := w.DeadlineAfter(d)
+	w.Lock()
+	if w.ClosedLocked() {
+		w.Unlock()
 		return ErrClosed
 	}
 	w.cancelDelayLocked(n)
 	key, slot := w.nodes.Alloc()
 	*slot = n
-	id, wake := w.schedule(ownerDelays, uint64(key), deadline, now)
+	id, wake, err := w.AddLocked(uint64(key), deadline, now)
+	if err != nil {
+		w.nodes.Free(key)
+		w.Unlock()
+		return err
+	}
 	n.delayID, n.delayed = id, r
 	n.hasDelay.Store(true)
-	w.mu.Unlock()
+	w.Unlock()
 	if wake {
-		w.wake()
+		w.Wake()
 	}
 	return nil
 }
 
 // cancelDelay drops n's pending delay, if any (Registration.Close).
-func (w *wheel) cancelDelay(n *regNode) {
-	w.mu.Lock()
+func (w *pollWheel) cancelDelay(n *regNode) {
+	w.Lock()
 	w.cancelDelayLocked(n)
-	w.mu.Unlock()
+	w.Unlock()
 }
 
 // unsetDelayed clears r from n's pending delayed readiness, and drops the
 // delay when nothing is left of it.
-func (w *wheel) unsetDelayed(n *regNode, r Ready) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, _, ok := w.lookup(n.delayID); !ok {
+func (w *pollWheel) unsetDelayed(n *regNode, r Ready) {
+	w.Lock()
+	defer w.Unlock()
+	if !w.PendingLocked(n.delayID) {
 		return
 	}
 	if n.delayed &^= r; n.delayed == 0 {
@@ -78,24 +83,21 @@ func (w *wheel) unsetDelayed(n *regNode, r Ready) {
 	}
 }
 
-func (w *wheel) cancelDelayLocked(n *regNode) {
-	if idx, e, ok := w.lookup(n.delayID); ok {
-		w.unlink(idx, e)
-		w.nodes.Free(uint32(e.key))
-		w.freeEntry(idx)
-		w.cancelled++
+func (w *pollWheel) cancelDelayLocked(n *regNode) {
+	if key, ok := w.CancelLocked(n.delayID); ok {
+		w.nodes.Free(uint32(key))
 	}
 	n.delayID, n.delayed = wheelID{}, 0
 	n.hasDelay.Store(false)
 }
 
-// fireDelay takes a delay that came due out of the wheel; expire sets the
-// readiness once the mutex is released.
-func (w *wheel) fireDelay(idx int32, e *wheelEntry) {
-	n := *w.nodes.Get(uint32(e.key))
+// fireDelay takes a delay that came due out of the wheel (the Wheel's fire
+// callback, under its mutex); expire sets the readiness once the mutex is
+// released.
+func (w *pollWheel) fireDelay(key uint64) {
+	n := *w.nodes.Get(uint32(key))
 	w.dueDelays = append(w.dueDelays, dueDelay{n, n.delayed})
 	n.delayID, n.delayed = wheelID{}, 0
 	n.hasDelay.Store(false)
-	w.nodes.Free(uint32(e.key))
-	w.freeEntry(idx)
+	w.nodes.Free(uint32(key))
 }

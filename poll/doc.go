@@ -23,8 +23,8 @@
 //   - Descriptors: Fd, and Fd.Rearm for the rule under Edge.
 //   - User-space readiness: NewRegistration; SetReadiness.SetReadiness,
 //     UnsetReadiness, Readiness, DelayReadiness; Registration.Close.
-//   - Deadlines: TimerQueue (NewTimerQueue, Add, Remove, Next), the building
-//     block of the timer package.
+//   - Deadlines: TimerQueue (NewTimerQueue, Add, Remove, TryRecv), the
+//     building block of the timer package.
 //   - Errors: ErrClosed, ErrAlreadyRegistered, ErrNotRegistered,
 //     ErrRegisteredElsewhere, ErrReservedToken, ErrInvalidInterest,
 //     ErrInvalidOpts, ErrInvalidFd, ErrInvalidArgument; match them with

@@ -201,7 +201,7 @@ func ExampleTimerQueue() {
 	for got := 0; got < 2; {
 		_, _ = p.Poll(events, -1)
 		for range events.All() {
-			for key, ok := q.Next(); ok; key, ok = q.Next() {
+			for key, ok := q.TryRecv(); ok; key, ok = q.TryRecv() {
 				fmt.Println("idle:", key)
 				got++
 			}

@@ -26,8 +26,8 @@ import "sync/atomic"
 //     without a look; releaseHeld lets go of every node with nothing to
 //     report, and a node with something stops the pass from blocking).
 //   - The consumer never takes from an empty held ring.
-//   - A wheel entry is in exactly the slot vector it names (wheel.go,
-//     invariant 1).
+//   - A wheel entry is in exactly the slot vector it names: the wheel
+//     checks its own (internal/base/wheel, invariant 1, with the same tag).
 
 // stLinked (invariants_debug.go) is the state word's debug bit (see
 // registration.go for the others; bits 32 to 63 are free): link sets it,
@@ -38,14 +38,6 @@ import "sync/atomic"
 // call it.
 func corrupted(what string) {
 	panic("poll: corrupted readiness queue: " + what)
-}
-
-// corruptedWheel reports a broken invariant of the timing wheel (wheel.go):
-// unlink checks that an entry is in the list it names, and expire that
-// every entry of a slot it takes names that slot. Only checks guarded by
-// debugChecks call it.
-func corruptedWheel(what string) {
-	panic("poll: corrupted timing wheel: " + what)
 }
 
 // checkLink is called by link for every node but the stub, before the node

@@ -30,7 +30,7 @@ type Poll struct {
 	//     dropped instead of being delivered stale (both change the key's
 	//     generation; after Reregister the kernel reports afresh).
 	//   - Registrations and the queue are lock-free (readiness_queue.go).
-	//   - The wheel has its own mutex (wheel.go).
+	//   - The wheel has its own mutex (internal/base/wheel).
 	//   - tokens has its own mutex, a leaf (shared_tokens.go).
 	// Lock order: pollMu, then regMu, then a Registration's mu, then the
 	// wheel's mu or tokens' mu.
@@ -51,7 +51,7 @@ type Poll struct {
 
 	tokens tokenTable // each source's Token, in a unipoll_debug build (shared_tokens.go); empty otherwise
 	queue  readinessQueue
-	wheel  wheel
+	wheel  pollWheel
 	stats  statCounters
 }
 
@@ -191,16 +191,14 @@ func (p *Poll) Stats() Stats {
 	}
 	s := &p.stats
 	c := p.sel.Counters()
-	p.wheel.mu.Lock()
-	fired, cancelled := p.wheel.expired, p.wheel.cancelled
-	p.wheel.mu.Unlock()
+	fired, cancelled := p.wheel.Totals()
 	return Stats{
 		Polls:           s.polls.Load(),
 		Selects:         s.selects.Load(),
 		OSEvents:        s.osEvents.Load(),
 		UserEvents:      s.userEvents.Load(),
 		KernelWaits:     c.Waits,
-		TimersPending:   uint64(p.wheel.count.Load()),
+		TimersPending:   uint64(p.wheel.Pending()),
 		TimersFired:     fired,
 		TimersCancelled: cancelled,
 		WakerWrites:     c.WakerWrites,

@@ -546,16 +546,10 @@ func requireQueueEmpty(t testing.TB, p *Poll) {
 	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
 		"readiness queue still holds nodes")
 	require.Zero(t, p.held.len(), "held list not empty")
-	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
-	p.wheel.mu.Lock()
-	defer p.wheel.mu.Unlock()
-	for pos, v := range p.wheel.slotv {
-		require.Empty(t, v, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
-	}
-	for l, lv := range p.wheel.levels {
-		require.Zero(t, lv.occupied, "wheel level %d still marks slots occupied", l)
-	}
-	require.Zero(t, p.wheel.entries.Len(), "wheel entries still allocated")
+	require.Zero(t, p.wheel.Pending(), "timing wheel not empty")
+	require.NoError(t, p.wheel.Check(), "timing wheel")
+	p.wheel.Lock()
+	defer p.wheel.Unlock()
 	require.Zero(t, p.wheel.nodes.Len(), "wheel still holds Registrations")
 }
 

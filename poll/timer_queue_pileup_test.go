@@ -17,16 +17,16 @@ import (
 // growth that copies the keys in memory order rather than from the head
 // hands them out in the wrong order. Every case here takes some expired
 // keys, then lets more than the room left expire in one Poll call, and
-// checks that Next hands out every key in deadline order, the ones left
+// checks that TryRecv hands out every key in deadline order, the ones left
 // from the first batch first.
 //
-// The wheel's clock is moved by the test (wheel.advance), so each batch
+// The wheel's clock is moved by the test (Wheel.Advance), so each batch
 // comes due in exactly one Poll call, whatever the machine's load; the
 // deadlines are a second apart, set in decreasing order, so deadline order
 // is the reverse of the order of Add and no scheduling delay between two
 // Adds can change it.
 func TestTimerQueueExpiredPileUp(t *testing.T) {
-	const room = 16 // the ring's first capacity (keyRing.push)
+	const room = 16 // the ring's first capacity (internal/base/ring, Ring.Push)
 	p := newPollConfig(t, Config{WheelTick: time.Millisecond})
 	ev := NewEvents(4)
 	cases := 0
@@ -66,7 +66,7 @@ func pileUp(t *testing.T, p *Poll, ev *Events, first, take, more int) {
 	// expireAll moves the clock past every deadline and makes one Poll
 	// call, which fires them all, and checks that it did.
 	expireAll := func(n int, waiting int) {
-		p.wheel.advance(time.Duration(n+1) * time.Second)
+		p.wheel.Advance(time.Duration(n+1) * time.Second)
 		_, err := p.Poll(ev, 0)
 		require.NoError(t, err)
 		st := q.Stats()
@@ -77,19 +77,19 @@ func pileUp(t *testing.T, p *Poll, ev *Events, first, take, more int) {
 	want := addBatch(0, first)
 	expireAll(first, first)
 	for _, k := range want[:take] {
-		got, ok := q.Next()
-		require.True(t, ok, "%s: Next found nothing", what)
+		got, ok := q.TryRecv()
+		require.True(t, ok, "%s: TryRecv found nothing", what)
 		require.Equal(t, k, got, "%s: first batch: key out of deadline order", what)
 	}
 	want = append(want[take:], addBatch(1000, more)...)
 	expireAll(more, len(want))
 	for i, k := range want {
-		got, ok := q.Next()
-		require.True(t, ok, "%s: Next handed out only %d of %d expired keys", what, i, len(want))
+		got, ok := q.TryRecv()
+		require.True(t, ok, "%s: TryRecv handed out only %d of %d expired keys", what, i, len(want))
 		require.Equal(t, k, got, "%s: key %d of %d after the pile-up is out of deadline order (handed out before it: %v)",
 			what, i, len(want), want[:i])
 	}
-	_, ok := q.Next()
-	require.False(t, ok, "%s: Next after every expired key was taken", what)
+	_, ok := q.TryRecv()
+	require.False(t, ok, "%s: TryRecv after every expired key was taken", what)
 	require.Equal(t, TimerStats{Fired: uint64(first + more)}, q.Stats(), what)
 }

@@ -195,11 +195,11 @@ func (im *timerImpl) took(t *rapid.T, w *world, s *src, v int) {
 
 func timerTake(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*timerImpl)
-	v, ok := im.tm.Poll()
-	w.logf("%s.Poll() = %d, %v", s.label, v, ok)
+	v, ok := im.tm.TryRecv()
+	w.logf("%s.TryRecv() = %d, %v", s.label, v, ok)
 	if !ok {
 		if im.expired > 0 {
-			w.fatalf(t, "%s.Poll() found nothing, but %d values had expired", s.label, im.expired)
+			w.fatalf(t, "%s.TryRecv() found nothing, but %d values had expired", s.label, im.expired)
 		}
 		return
 	}
@@ -250,8 +250,8 @@ func timerClose(t *rapid.T, w *world, s *src) {
 	w.expectErr(t, "second Close", im.tm.Close(), timer.ErrClosed)
 	_, err = im.tm.Set(time.Millisecond, -1)
 	w.expectErr(t, "Set after Close", err, timer.ErrClosed)
-	if _, ok := im.tm.Poll(); ok {
-		w.fatalf(t, "%s.Poll() returned a value after Close", s.label)
+	if _, ok := im.tm.TryRecv(); ok {
+		w.fatalf(t, "%s.TryRecv() returned a value after Close", s.label)
 	}
 	w.expectErr(t, "Register after Close", w.p.Register(im.tm, w.drawToken(t, "token"), poll.Readable, poll.Level), poll.ErrClosed)
 }

@@ -32,7 +32,7 @@ func TestTimerCancel(t *testing.T) {
 	_, ok = tm.Cancel(a)
 	require.False(t, ok, "a stale Timeout cancelled the timeout that reused its place")
 	waitEvent(t, p)
-	// Fired, not yet taken: too late to cancel, and Poll still returns it.
+	// Fired, not yet taken: too late to cancel, and TryRecv still returns it.
 	_, ok = tm.Cancel(b)
 	require.False(t, ok, "cancelled a timeout that had fired")
 	require.Equal(t, []string{"b"}, drain(tm))
@@ -73,7 +73,7 @@ func TestTimerCapacity(t *testing.T) {
 	waitEvent(t, p)
 	_, err = tm.Set(time.Hour, 3)
 	require.ErrorIs(t, err, ErrFull, "an expired value not yet taken still counts")
-	v, ok := tm.Poll()
+	v, ok := tm.TryRecv()
 	require.True(t, ok)
 	require.Equal(t, 1, v)
 	_, err = tm.Set(time.Hour, 3)
@@ -118,7 +118,7 @@ func TestTimerErrors(t *testing.T) {
 			require.ErrorIs(t, z.Reregister(p, 1, poll.Readable, poll.Edge), ErrInvalidArgument, name)
 			require.ErrorIs(t, z.Deregister(p), ErrInvalidArgument, name)
 			require.ErrorIs(t, z.Close(), ErrInvalidArgument, name)
-			_, ok := z.Poll()
+			_, ok := z.TryRecv()
 			require.False(t, ok)
 			_, ok = z.Cancel(Timeout{})
 			require.False(t, ok)
@@ -132,7 +132,7 @@ func TestTimerErrors(t *testing.T) {
 }
 
 // Cancel racing expiry, from several goroutines: every timeout ends up
-// either cancelled (Cancel returned its value) or expired (Poll returned
+// either cancelled (Cancel returned its value) or expired (TryRecv returned
 // it), exactly one of the two, and nothing is lost. Set runs concurrently
 // too.
 func TestTimerCancelRacingExpiry(t *testing.T) {

@@ -4,14 +4,14 @@
 // timeout.
 //
 // A Timer[T] is a poll.Evented: registered with a Poll for Readable, it is
-// reported when a timeout has expired, and Poll (the method) hands out the
-// expired values in deadline order. Set and Cancel may be called from any
+// reported when a timeout has expired, and TryRecv hands out the expired
+// values in deadline order. Set and Cancel may be called from any
 // goroutine.
 //
 //   - Make one: New, with the options Tick (resolution) and Capacity.
 //   - Schedule and cancel: Set, Cancel; a Timeout handle stays safe after
 //     its timeout fired or was cancelled.
-//   - Take what expired: Poll, Drain; Len and Stats count.
+//   - Take what expired: TryRecv, Drain; Len and Stats count.
 //   - Release: Close.
 //
 // Every Timer registered with one Poll lives in that Poll's one

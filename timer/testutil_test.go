@@ -1,10 +1,11 @@
 package timer
 
-// Helpers for this package's tests. Polls are real: poll.New, so the
-// backend is the one UNIPOLL_BACKEND names (CI runs the suite with epoll and
-// with poll). Waiting is for a condition with a deadline, never time.Sleep;
-// a short Poll timeout (noEventWait) is how a test asserts that nothing is
-// reported.
+// Helpers for this package's tests, on internal/polltest's (one Poll call
+// checked against rule 1, waiting for a token, asserting that none comes).
+// Polls are real: poll.New, so the backend is the one UNIPOLL_BACKEND names
+// (CI runs the suite with epoll and with poll). Waiting is for a condition
+// with a deadline, never time.Sleep; a short Poll timeout (noEventWait) is
+// how a test asserts that nothing is reported.
 
 import (
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -48,36 +50,28 @@ func newTimer[T any](t testing.TB, p *poll.Poll, opts poll.PollOpt, o ...Option)
 }
 
 // pollOnce makes one Poll call and returns whether tok was reported; it
-// fails on another token, or on tok reported twice (rule 1).
+// fails on another token, on a readiness other than Readable, or on tok
+// reported twice (rule 1, polltest.PollOnce).
 func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) bool {
 	t.Helper()
-	ev := poll.NewEvents(8)
-	_, err := p.Poll(ev, timeout)
-	require.NoError(t, err)
-	n := 0
-	for e := range ev.All() {
-		require.Equal(t, tok, e.Token)
-		require.Equal(t, poll.Readable, e.Ready)
-		n++
+	got := polltest.PollOnce(t, p, timeout)
+	for k, r := range got {
+		require.Equal(t, tok, k)
+		require.Equal(t, poll.Readable, r)
 	}
-	require.LessOrEqual(t, n, 1, "token reported twice in one Poll call")
-	return n == 1
+	return len(got) == 1
 }
 
-// waitEvent polls until tok is reported; it fails after eventWait.
+// waitEvent polls until tok is reported Readable; it fails after
+// eventWait.
 func waitEvent(t testing.TB, p *poll.Poll) {
 	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for time.Now().Before(deadline) {
-		if pollOnce(t, p, time.Until(deadline)) {
-			return
-		}
-	}
-	t.Fatalf("timer not reported within %v", eventWait)
+	require.Equal(t, poll.Readable, polltest.WaitEvent(t, p, tok, eventWait))
 }
 
-// requireNoEvent asserts that a Poll call of noEventWait reports nothing.
+// requireNoEvent asserts that a Poll call of noEventWait reports nothing,
+// of any token.
 func requireNoEvent(t testing.TB, p *poll.Poll) {
 	t.Helper()
-	require.False(t, pollOnce(t, p, noEventWait), "timer reported")
+	require.Empty(t, polltest.PollOnce(t, p, noEventWait), "timer reported")
 }

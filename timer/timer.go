@@ -2,9 +2,11 @@ package timer
 
 import (
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 
+	"github.com/unipoll/unipoll/internal/base/wheel"
 	"github.com/unipoll/unipoll/internal/slab"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -13,12 +15,11 @@ import (
 // poll.Evented: registered with Readable interest it is reported, as the
 // poll contract says for each mode, while expired values wait to be taken:
 //
-//   - Level: on every Poll call while Poll (the method) has a value to
-//     return.
+//   - Level: on every Poll call while TryRecv has a value to return.
 //   - Edge: once each time the Timer becomes readable, that is when a
-//     timeout expires after Poll last returned false. A consumer
-//     registered with Edge therefore takes values until Poll returns false
-//     (Drain does) before it polls again.
+//     timeout expires after TryRecv last returned false. A consumer
+//     registered with Edge therefore takes values until TryRecv returns
+//     false (Drain does) before it polls again.
 //   - Oneshot: as either, then disarmed until Reregister, which reports
 //     the Timer at once if values are waiting.
 //
@@ -26,19 +27,20 @@ import (
 // it registered (ErrNotRegistered before). Timeouts keep expiring while it
 // is deregistered; registering it again reports them.
 //
-// Set, Cancel, Poll, Drain, Len and Stats may be called from any
+// Set, Cancel, TryRecv, Drain, Len and Stats may be called from any
 // goroutine.
 //
 // The zero Timer is not usable: its methods return an error wrapping
 // ErrInvalidArgument (or false, or 0). Make one with New.
 type Timer[T any] struct {
-	q        *poll.TimerQueue
+	tq       *poll.TimerQueue // the Evented the user registers
+	q        *wheel.Queue     // tq's deadlines in the Poll's wheel (wheel.QueueOf)
 	capacity int
 
-	// vals and closed are guarded by the TimerQueue's lock (the Poll's
-	// wheel): they are touched only in the callbacks of q.AddFunc,
-	// q.RemoveFunc, q.NextFunc and q.Locked. One lock per Set and one per
-	// Cancel, not two: the value and the deadline change together.
+	// vals and closed are guarded by the lock of q (the Poll's wheel):
+	// they are touched only in the callbacks of q.Add, q.Remove, q.TryRecv
+	// and q.Locked. One lock per Set and one per Cancel, not two: the
+	// value and the deadline change together.
 	vals   slab.Slab[T] // values by key; the key travels in the wheel entry
 	closed bool
 }
@@ -46,20 +48,12 @@ type Timer[T any] struct {
 // Timeout names one timeout of a Timer, for Cancel. It stays safe to use
 // after the timeout expired or was cancelled, and after its place in the
 // wheel was reused: it then names nothing. The zero Timeout names nothing.
-type Timeout struct{ id poll.TimerID }
+type Timeout struct{ id wheel.ID }
 
-// Stats are a Timer's counters.
-type Stats struct {
-	// Pending is the number of timeouts not yet expired.
-	Pending int
-	// Expired is the number of expired values not yet taken by Poll.
-	Expired int
-	// Fired is the number of timeouts that have expired since the Timer
-	// was registered.
-	Fired uint64
-	// Cancelled is the number of timeouts cancelled before they expired.
-	Cancelled uint64
-}
+// Stats are a Timer's counters: those of the poll.TimerQueue it is built
+// on, one per timeout (Pending: not yet expired; Expired: expired and not
+// yet taken by TryRecv; Fired, Cancelled: since the Timer was made).
+type Stats = poll.TimerStats
 
 var _ poll.Evented = (*Timer[int])(nil)
 
@@ -74,11 +68,12 @@ func New[T any](opts ...Option) (*Timer[T], error) {
 			return nil, err
 		}
 	}
-	return &Timer[T]{q: poll.NewTimerQueue(c.tick), capacity: c.capacity}, nil
+	tq := poll.NewTimerQueue(c.tick)
+	return &Timer[T]{tq: tq, q: wheel.QueueOf(tq), capacity: c.capacity}, nil
 }
 
 func (t *Timer[T]) check() error {
-	if t == nil || t.q == nil {
+	if t == nil || t.tq == nil {
 		return errZero
 	}
 	return nil
@@ -89,7 +84,7 @@ func (t *Timer[T]) Register(p *poll.Poll, tok poll.Token, interest poll.Ready, o
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.Register(p, tok, interest, opts)
+	return t.tq.Register(p, tok, interest, opts)
 }
 
 // Reregister implements poll.Evented. Users call Poll.Reregister.
@@ -97,7 +92,7 @@ func (t *Timer[T]) Reregister(p *poll.Poll, tok poll.Token, interest poll.Ready,
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.Reregister(p, tok, interest, opts)
+	return t.tq.Reregister(p, tok, interest, opts)
 }
 
 // Deregister implements poll.Evented. Users call Poll.Deregister.
@@ -105,7 +100,7 @@ func (t *Timer[T]) Deregister(p *poll.Poll) error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.Deregister(p)
+	return t.tq.Deregister(p)
 }
 
 // Set schedules v to expire d from now: never earlier, and at most one
@@ -118,7 +113,10 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 	if err := t.check(); err != nil {
 		return Timeout{}, err
 	}
-	id, err := t.q.AddFunc(d, func() (uint64, error) {
+	if d < 0 {
+		return Timeout{}, fmt.Errorf("%w: negative duration %v", ErrInvalidArgument, d)
+	}
+	id, err := t.q.Add(d, func() (uint64, error) {
 		if t.closed {
 			return 0, ErrClosed
 		}
@@ -140,7 +138,7 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 
 // Cancel stops the timeout to from expiring and returns its value. It
 // returns false if the timeout has expired already (even if its value has
-// not been taken yet: Poll returns it), was cancelled already, or belongs
+// not been taken yet: TryRecv returns it), was cancelled already, or belongs
 // to another Timer; it never cancels another timeout.
 func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
 	var v T
@@ -148,24 +146,24 @@ func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
 		return v, false
 	}
 	ok := false
-	t.q.RemoveFunc(to.id, func(k uint64) { v, ok = t.take(k) })
+	t.q.Remove(to.id, func(k uint64) { v, ok = t.take(k) })
 	return v, ok
 }
 
-// Poll takes the next expired value, the one whose deadline is the
+// TryRecv takes the next expired value, the one whose deadline is the
 // earliest, or returns false if none has expired. It does not block.
-func (t *Timer[T]) Poll() (T, bool) {
+func (t *Timer[T]) TryRecv() (T, bool) {
 	var v T
 	if t.check() != nil {
 		return v, false
 	}
 	ok := false
-	t.q.NextFunc(func(k uint64) { v, ok = t.take(k) })
+	t.q.TryRecv(func(k uint64) { v, ok = t.take(k) })
 	return v, ok
 }
 
 // take removes value k, which the wheel has handed to this caller alone.
-// Under the TimerQueue's lock.
+// Under the lock of t.q.
 func (t *Timer[T]) take(k uint64) (T, bool) {
 	var zero T
 	if t.closed {
@@ -177,11 +175,11 @@ func (t *Timer[T]) take(k uint64) (T, bool) {
 }
 
 // Drain returns an iterator over the values that have expired, in deadline
-// order: it calls Poll until Poll returns false.
+// order: it calls TryRecv until TryRecv returns false.
 func (t *Timer[T]) Drain() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		for {
-			v, ok := t.Poll()
+			v, ok := t.TryRecv()
 			if !ok || !yield(v) {
 				return
 			}
@@ -209,8 +207,7 @@ func (t *Timer[T]) Stats() Stats {
 	if t.check() != nil {
 		return Stats{}
 	}
-	s := t.q.Stats()
-	return Stats{Pending: s.Pending, Expired: s.Expired, Fired: s.Fired, Cancelled: s.Cancelled}
+	return t.tq.Stats()
 }
 
 // Close cancels every timeout, drops every value and releases the Timer:
@@ -229,5 +226,5 @@ func (t *Timer[T]) Close() error {
 	if was {
 		return ErrClosed
 	}
-	return t.q.Close()
+	return t.tq.Close()
 }

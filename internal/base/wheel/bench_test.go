@@ -1,4 +1,4 @@
-package poll
+package wheel
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // The cost of time passing per expired deadline, with 1,000 and with
 // 1,000,000 deadlines pending, random over 60 s, on a clock the benchmark
-// moves (wheel.advance): the wheel's own work, without the system calls of
+// moves (Wheel.Advance): the wheel's own work, without the system calls of
 // a Poll. "tick" moves the clock 1 ms at a time, so the sparse case pays
 // for the ticks in which nothing expires; "jump" moves it straight to the
 // next occupied slot, which leaves the work per expired deadline itself
@@ -26,19 +26,16 @@ func BenchmarkWheelExpire(b *testing.B) {
 			b.ReportAllocs()
 			var total time.Duration
 			for range b.N {
-				var w wheel
-				w.init(time.Millisecond, DefaultWheelSlots, func() {})
-				q := NewTimerQueue(0)
-				id, _ := w.newOwner(q)
+				w, id := newTestWheel(b, time.Millisecond, MaxSlots, 0)
 				rng := rand.New(rand.NewPCG(1, uint64(n)))
 				w.mu.Lock()
 				for i := range n {
-					dl, now := w.deadlineAfter(time.Duration(rng.Int64N(int64(60 * time.Second))))
+					dl, now := w.DeadlineAfter(time.Duration(rng.Int64N(int64(60 * time.Second))))
 					w.schedule(id, uint64(i), dl, now)
 				}
 				w.mu.Unlock()
 				start := time.Now()
-				for w.count.Load() > 0 {
+				for w.Pending() > 0 {
 					step := time.Millisecond
 					if c.step == "jump" {
 						w.mu.Lock()
@@ -46,10 +43,10 @@ func BenchmarkWheelExpire(b *testing.B) {
 						step = w.untilTick(at)
 						w.mu.Unlock()
 					}
-					w.advance(step)
-					w.expire()
+					w.Advance(step)
+					w.Expire()
 					for {
-						if _, ok := w.takeExpired(id, nil); !ok {
+						if _, ok := w.take(id); !ok {
 							break
 						}
 					}

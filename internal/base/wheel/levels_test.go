@@ -1,6 +1,7 @@
-package poll
+package wheel
 
 import (
+	"errors"
 	"math"
 	"math/bits"
 	"slices"
@@ -11,40 +12,45 @@ import (
 	"pgregory.net/rapid"
 )
 
-// White-box tests of the hierarchical wheel with a clock the test moves:
-// advance shifts the wheel's origin back, so that time.Since(origin)
-// jumps forward by d at once.
+// White-box tests of the hierarchical wheel with a clock the test moves
+// (Advance), so that time.Since(origin) jumps forward at once.
 
-func (w *wheel) advance(d time.Duration) {
-	w.mu.Lock()
-	w.origin = w.origin.Add(-d)
-	w.mu.Unlock()
+var errClosed = errors.New("closed")
+
+// newTestWheel returns a wheel of tick and slots with one Queue owner of
+// resolution res, whose readiness goes nowhere.
+func newTestWheel(t require.TestingT, tick time.Duration, slots int, res time.Duration) (*Wheel, uint16) {
+	w := new(Wheel)
+	w.Init(tick, slots, func() {}, func(uint64) {})
+	id, err := w.newOwner(res, func(bool) {}, errClosed)
+	require.NoError(t, err)
+	return w, id
 }
 
-// checkInvariants walks every slot and checks invariants 1-4 of wheel.go
-// against it. mu held.
-func (w *wheel) checkInvariants(t require.TestingT) {
-	n := 0
-	for l := range w.levels {
-		for s := int64(0); s < w.slots; s++ {
-			pos := int64(l)*w.slots + s
-			occupied := w.levels[l].occupied&(1<<s) != 0
-			v := w.slotv[pos]
-			require.Equal(t, len(v) != 0, occupied, "level %d slot %d: occupancy bit and vector disagree", l, s)
-			for i, idx := range v {
-				require.True(t, w.entries.Valid(uint32(idx)), "slot %d holds free entry %d", pos, idx)
-				e := w.entries.Get(uint32(idx))
-				require.Equal(t, int32(i), e.pos, "entry %d: pos", idx)
-				require.Equal(t, uint16(pos), e.where, "entry %d: where", idx)
-				due := max(w.dueOf(e), w.cur+1)
-				require.Equal(t, l, w.levelFor(due), "entry %d (due %d, cur %d) in the wrong level", idx, due, w.cur)
-				require.Equal(t, s, w.slotFor(due, l), "entry %d (due %d) in the wrong slot", idx, due)
-				n++
-			}
-		}
+// add schedules a deadline d from now for owner id.
+func (w *Wheel) add(id uint16, key uint64, d time.Duration) (ID, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dl, now := w.DeadlineAfter(d)
+	eid, _, err := w.schedule(id, key, dl, now)
+	if err != nil {
+		panic(err) // 2^31 entries: not in a test
 	}
-	require.Equal(t, int64(n), w.count.Load(), "count")
-	require.Equal(t, n, w.entries.Len(), "entries allocated and not in a slot")
+	return eid, dl
+}
+
+// take is Queue.TryRecv for owner id.
+func (w *Wheel) take(id uint16) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.takeExpired(id)
+}
+
+// remove is Queue.Remove for owner id.
+func (w *Wheel) remove(id uint16, eid ID) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cancel(id, eid)
 }
 
 // The wheel against a model, on small and normal levels: every deadline
@@ -57,16 +63,11 @@ func TestWheelLevelsModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		slots := 1 << rapid.IntRange(1, 6).Draw(t, "log2 slots")
 		tick := time.Millisecond
-		var w wheel
-		w.init(tick, slots, func() {})
 		res := rapid.SampledFrom([]time.Duration{0, 3 * time.Millisecond, 10 * time.Millisecond}).Draw(t, "resolution")
-		q := NewTimerQueue(res)
-		id, err := w.newOwner(q)
-		require.NoError(t, err)
-		q.id.Store(uint32(id))
+		w, id := newTestWheel(t, tick, slots, res)
 
 		type pending struct {
-			tid      TimerID
+			tid      ID
 			deadline int64
 		}
 		live := map[uint64]pending{} // key -> not yet passed or not yet taken
@@ -75,7 +76,7 @@ func TestWheelLevelsModel(t *testing.T) {
 		take := func(t *rapid.T) {
 			var last int64 = math.MinInt64
 			for {
-				key, ok := w.takeExpired(id, nil)
+				key, ok := w.take(id)
 				if !ok {
 					break
 				}
@@ -104,11 +105,8 @@ func TestWheelLevelsModel(t *testing.T) {
 				default:
 					d = math.MaxInt64 // saturates
 				}
-				w.mu.Lock()
-				dl, now := w.deadlineAfter(d)
-				eid, _ := w.schedule(id, nextKey, dl, now)
-				w.mu.Unlock()
-				live[nextKey] = pending{TimerID{eid}, dl}
+				eid, dl := w.add(id, nextKey, d)
+				live[nextKey] = pending{eid, dl}
 				nextKey++
 			},
 			"remove": func(t *rapid.T) {
@@ -124,7 +122,7 @@ func TestWheelLevelsModel(t *testing.T) {
 				})
 				k := rapid.SampledFrom(keys).Draw(t, "key")
 				tid := live[k].tid
-				got, ok := w.remove(id, tid.id, nil)
+				got, ok := w.remove(id, tid)
 				if passed[k] {
 					if ok {
 						t.Fatalf("Remove of key %d, which has passed, succeeded", k)
@@ -135,7 +133,7 @@ func TestWheelLevelsModel(t *testing.T) {
 					t.Fatalf("Remove of pending key %d = %d, %v", k, got, ok)
 				}
 				delete(live, k)
-				if _, ok := w.remove(id, tid.id, nil); ok {
+				if _, ok := w.remove(id, tid); ok {
 					t.Fatalf("second Remove of key %d succeeded", k)
 				}
 			},
@@ -146,16 +144,16 @@ func TestWheelLevelsModel(t *testing.T) {
 				} else {
 					d = time.Duration(rapid.IntRange(0, 2*slots).Draw(t, "ticks")) * tick
 				}
-				w.advance(d)
+				w.Advance(d)
 			},
 			"expire": func(t *rapid.T) {
-				w.expire()
+				w.Expire()
 				w.mu.Lock()
 				cur := w.cur
 				r := &w.owners[id].expired
-				for i := range r.n {
-					k := r.buf[(r.head+i)&(len(r.buf)-1)]
-					if due := w.dueOf(&wheelEntry{deadline: live[k].deadline, owner: id}); due > cur {
+				for i := range r.Len() {
+					k := r.At(i)
+					if due := w.dueOf(&entry{deadline: live[k].deadline, owner: id}); due > cur {
 						w.mu.Unlock()
 						t.Fatalf("key %d passed at tick %d, before its due tick %d", k, cur, due)
 					}
@@ -163,7 +161,7 @@ func TestWheelLevelsModel(t *testing.T) {
 				}
 				w.mu.Unlock()
 				for k, p := range live {
-					due := w.dueOf(&wheelEntry{deadline: p.deadline, owner: id})
+					due := w.dueOf(&entry{deadline: p.deadline, owner: id})
 					if !passed[k] && due <= cur {
 						t.Fatalf("key %d due at tick %d has not passed at tick %d", k, due, cur)
 					}
@@ -171,12 +169,12 @@ func TestWheelLevelsModel(t *testing.T) {
 				take(t)
 			},
 			"": func(t *rapid.T) {
+				require.NoError(t, w.Check())
 				w.mu.Lock()
 				defer w.mu.Unlock()
-				w.checkInvariants(t)
 				o := &w.owners[id]
-				if got, want := o.refs+o.expired.len(), len(live); got != want {
-					t.Fatalf("owner holds %d entries and %d expired keys, model %d", o.refs, o.expired.len(), want)
+				if got, want := o.refs+o.expired.Len(), len(live); got != want {
+					t.Fatalf("owner holds %d entries and %d expired keys, model %d", o.refs, o.expired.Len(), want)
 				}
 			},
 		})
@@ -185,35 +183,28 @@ func TestWheelLevelsModel(t *testing.T) {
 
 // A tick costs what expires, not what is pending: with a million deadlines
 // far away, bringing the wheel forward tick by tick touches only the few
-// near ones (wheel.taken counts the entries expire takes from slots).
+// near ones (Wheel.taken counts the entries expire takes from slots).
 func TestWheelTickCostIsWhatExpires(t *testing.T) {
-	var w wheel
-	w.init(time.Millisecond, maxWheelSlots, func() {})
-	q := NewTimerQueue(0)
-	id, err := w.newOwner(q)
-	require.NoError(t, err)
-	w.mu.Lock()
+	w, id := newTestWheel(t, time.Millisecond, MaxSlots, 0)
 	const far, near = 1_000_000, 100
+	w.mu.Lock()
 	for i := range far {
-		dl, now := w.deadlineAfter(time.Hour + time.Duration(i)*time.Microsecond)
+		dl, now := w.DeadlineAfter(time.Hour + time.Duration(i)*time.Microsecond)
 		w.schedule(id, uint64(i), dl, now)
 	}
 	w.mu.Unlock()
 	// Setting a million deadlines takes a while (seconds, under -race on a
 	// busy machine): bring the wheel to the present first, so that the near
 	// ones are placed relative to now. The far ones are untouched by it.
-	w.expire()
-	w.mu.Lock()
+	w.Expire()
 	for i := range near {
-		dl, now := w.deadlineAfter(time.Duration(i+1) * time.Millisecond)
-		w.schedule(id, uint64(far+i), dl, now)
+		w.add(id, uint64(far+i), time.Duration(i+1)*time.Millisecond)
 	}
-	w.mu.Unlock()
 	for range near + 1 {
-		w.advance(time.Millisecond)
-		w.expire()
+		w.Advance(time.Millisecond)
+		w.Expire()
 	}
-	require.Equal(t, near, w.owners[id].expired.len(), "the near deadlines passed")
+	require.Equal(t, near, w.owners[id].expired.Len(), "the near deadlines passed")
 	require.Equal(t, int64(far), w.count.Load(), "the far ones are all still pending")
 	// Each near deadline is taken from a slot once or twice (level 1, then
 	// level 0); a wheel that walked its pending entries would take them a
@@ -227,24 +218,4 @@ func TestWheelTickCostIsWhatExpires(t *testing.T) {
 		occupied += bits.OnesCount64(lv.occupied)
 	}
 	require.LessOrEqual(t, occupied, 4)
-}
-
-// The wheel's divider agrees with the division it replaces, for every
-// divisor a tick can be and every dividend a time can be, edges included.
-func TestWheelDivider(t *testing.T) {
-	check := func(t require.TestingT, d, x uint64) {
-		require.Equal(t, x/d, newDivider(d).div(x), "%d / %d", x, d)
-	}
-	for _, d := range []uint64{1, 2, 3, 7, 1000, 1_000_000, 1<<20 - 1, 1 << 20, 1<<20 + 1, uint64(time.Millisecond), uint64(time.Hour), 1<<62 + 12345, math.MaxInt64} {
-		for _, x := range []uint64{0, 1, d - 1, d, d + 1, 2*d - 1, math.MaxInt64, math.MaxUint64, math.MaxUint64 - 1} {
-			check(t, d, x)
-		}
-	}
-	rapid.Check(t, func(t *rapid.T) {
-		d := rapid.Uint64Range(1, math.MaxInt64).Draw(t, "d")
-		if rapid.Bool().Draw(t, "small d") {
-			d = rapid.Uint64Range(1, 1<<32).Draw(t, "d small")
-		}
-		check(t, d, rapid.Uint64().Draw(t, "x"))
-	})
 }

@@ -1,0 +1,55 @@
+package wheel
+
+import "fmt"
+
+// Check walks every slot and checks invariants 1 to 4 against it: each
+// entry is where it says, in the slot its due tick gives, the occupancy
+// bits match the slots, and count and the table agree with what the slots
+// hold. It returns the first broken one, or nil. It takes mu; call it with
+// no Expire in progress. For tests (this package's and the Poll's): the
+// cost is one pass over every slot and entry.
+func (w *Wheel) Check() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for l := range w.levels {
+		for s := int64(0); s < w.slots; s++ {
+			pos := int64(l)*w.slots + s
+			occupied := w.levels[l].occupied&(1<<s) != 0
+			v := w.slotv[pos]
+			if (len(v) != 0) != occupied {
+				return fmt.Errorf("level %d slot %d: occupancy bit %v, %d entries (invariant 2)", l, s, occupied, len(v))
+			}
+			for i, idx := range v {
+				if err := w.checkEntry(l, s, i, idx); err != nil {
+					return err
+				}
+				n++
+			}
+		}
+	}
+	if c := w.count.Load(); c != int64(n) {
+		return fmt.Errorf("count %d, %d entries in slots (invariant 4)", c, n)
+	}
+	if a := w.entries.Len(); a != n {
+		return fmt.Errorf("%d entries allocated, %d in slots (invariant 1)", a, n)
+	}
+	return nil
+}
+
+// checkEntry checks entry idx, at place i of slot s of level l. mu held.
+func (w *Wheel) checkEntry(l int, s int64, i int, idx int32) error {
+	pos := int64(l)*w.slots + s
+	_, e, ok := w.entries.Current(uint32(idx))
+	if !ok {
+		return fmt.Errorf("slot %d holds free entry %d (invariant 1)", pos, idx)
+	}
+	if e.pos != int32(i) || int64(e.where) != pos {
+		return fmt.Errorf("entry %d at slot %d place %d names slot %d place %d (invariant 1)", idx, pos, i, e.where, e.pos)
+	}
+	due := max(w.dueOf(e), w.cur+1)
+	if gl, gs := w.levelFor(due), w.slotFor(due, l); gl != l || gs != s {
+		return fmt.Errorf("entry %d (due %d, cur %d) in level %d slot %d, belongs in level %d (invariant 3)", idx, due, w.cur, l, s, gl)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package wheel
+
+import (
+	"errors"
+
+	"github.com/unipoll/unipoll/internal/base/table"
+)
+
+// Entries: allocating, placing and taking out one deadline, and the
+// methods through which the wheel's user (the Poll's delayed readiness)
+// works on owner 0 under mu. Every function here runs with mu held.
+
+// Lock takes the wheel's mutex, for a sequence of *Locked calls that must
+// be atomic with the user's own state (the Poll keeps a Registration's
+// pending delay beside its entry). It is a leaf lock (see the package
+// header): take nothing else while holding it.
+func (w *Wheel) Lock() { w.mu.Lock() }
+
+// Unlock releases the mutex Lock took.
+func (w *Wheel) Unlock() { w.mu.Unlock() }
+
+// ClosedLocked reports whether Close has been called. mu held.
+func (w *Wheel) ClosedLocked() bool { return w.closed }
+
+// AddLocked schedules an entry of owner 0 carrying key, at deadline (from
+// DeadlineAfter, with now). It returns its ID and whether to call Wake
+// once mu is released (invariant 5), or ErrTooMany. The wheel must not be
+// closed. mu held.
+func (w *Wheel) AddLocked(key uint64, deadline, now int64) (ID, bool, error) {
+	return w.schedule(ownerDirect, key, deadline, now)
+}
+
+// PendingLocked reports whether id names an entry of owner 0 that has not
+// fired. mu held.
+func (w *Wheel) PendingLocked(id ID) bool {
+	_, e, ok := w.lookup(id)
+	return ok && e.owner == ownerDirect
+}
+
+// CancelLocked takes the pending entry of owner 0 that id names out of the
+// wheel and returns its key; false if it has fired or was cancelled. mu
+// held.
+func (w *Wheel) CancelLocked(id ID) (key uint64, ok bool) {
+	return w.cancel(ownerDirect, id)
+}
+
+// Wake wakes a sleeping consumer, as AddLocked asked. Not under mu.
+func (w *Wheel) Wake() { w.wake() }
+
+// Pending is the number of entries in the wheel, read without mu.
+func (w *Wheel) Pending() int64 { return w.count.Load() }
+
+// Totals returns the number of entries that have fired and that were
+// cancelled since Init, of every owner.
+func (w *Wheel) Totals() (fired, cancelled uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.expired, w.cancelled
+}
+
+// ErrTooMany: the wheel holds as many entries as its table can name
+// (2^31), which no program has the memory for.
+var ErrTooMany = errors.New("unipoll: timing wheel full")
+
+// newEntry allocates an entry for owner, with key and deadline.
+func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (table.Handle, *entry, error) {
+	h, e, err := w.entries.Alloc()
+	if err != nil {
+		return h, nil, ErrTooMany
+	}
+	*e = entry{deadline: deadline, key: key, pos: noEntry, owner: owner}
+	w.owners[owner].refs++
+	return h, e, nil
+}
+
+// get returns entry idx, which is in a slot (invariant 1), by index
+// alone: a slot's vector holds indexes, checked against their generation
+// when they were named by an ID.
+func (w *Wheel) get(idx int32) *entry {
+	if debugChecks {
+		if _, _, ok := w.entries.Current(uint32(idx)); !ok {
+			corrupted("a slot holds a free entry (invariant 1)")
+		}
+	}
+	return w.entries.At(uint32(idx))
+}
+
+// freeEntry returns entry h, which is in no slot, to the table.
+func (w *Wheel) freeEntry(h table.Handle, e *entry) {
+	w.owners[e.owner].refs--
+	w.entries.Free(h)
+}
+
+// lookup returns the entry id names, if it is still allocated.
+func (w *Wheel) lookup(id ID) (int32, *entry, bool) {
+	e, ok := w.entries.Lookup(id.h)
+	if !ok {
+		return noEntry, nil, false
+	}
+	return int32(id.h.Idx), e, true
+}
+
+// insert puts entry idx in its slot and returns the tick at which that
+// slot starts: when the consumer must look at it. The caller counts the
+// entry (invariant 4).
+func (w *Wheel) insert(idx int32, e *entry) int64 {
+	due := max(w.dueOf(e), w.cur+1)
+	l := w.levelFor(due)
+	s := w.slotFor(due, l)
+	pos := int64(l)*w.slots + s
+	v := w.slotv[pos]
+	if len(v) == 0 {
+		w.levels[l].occupied |= 1 << s
+		if v == nil {
+			v = make([]int32, 0, slotFirst)
+		}
+	}
+	e.where, e.pos = uint16(pos), int32(len(v))
+	w.slotv[pos] = append(v, idx)
+	if l == 0 {
+		return due
+	}
+	return w.slotStart(l, s)
+}
+
+// unlink takes entry idx out of its slot: the slot's last entry takes its
+// place in the vector.
+func (w *Wheel) unlink(idx int32, e *entry) {
+	pos := int64(e.where)
+	v := w.slotv[pos]
+	last := int32(len(v) - 1)
+	if debugChecks && (e.pos < 0 || e.pos > last || v[e.pos] != idx) {
+		corrupted("entry is not in the slot it names (invariant 1)")
+	}
+	if e.pos != last {
+		moved := v[last]
+		v[e.pos] = moved
+		w.get(moved).pos = e.pos
+	}
+	v = v[:last]
+	if last == 0 {
+		w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
+		if cap(v) > slotKeep {
+			v = nil
+		}
+	}
+	if cap(v) > slotKeep && len(v) < cap(v)/4 {
+		v = append([]int32(nil), v...) // give back what a burst of cancels left
+	}
+	w.slotv[pos] = v
+	e.pos = noEntry
+	w.count.Add(-1)
+}
+
+// schedule inserts a new entry and says whether to wake a consumer
+// sleeping past its slot's start (invariant 5). now is the current tick,
+// read with the deadline. The caller wakes it once mu is released.
+func (w *Wheel) schedule(owner uint16, key uint64, deadline, now int64) (ID, bool, error) {
+	if w.count.Load() == 0 && w.cur < now {
+		w.cur = now // nothing placed relative to the old cur: catch up for free
+	}
+	h, e, err := w.newEntry(owner, key, deadline)
+	if err != nil {
+		return ID{}, false, err
+	}
+	start := w.insert(int32(h.Idx), e)
+	w.count.Add(1)
+	wake := w.sleeping && start < w.sleepDue
+	if wake {
+		w.sleeping = false
+	}
+	return ID{h}, wake, nil
+}
+
+// cancel takes owner's pending entry id out of the wheel and frees it.
+func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
+	idx, e, ok := w.lookup(id)
+	if !ok || e.owner != owner {
+		return 0, false // fired (and freed), cancelled, or another owner's
+	}
+	key = e.key
+	w.unlink(idx, e)
+	w.freeEntry(id.h, e)
+	w.cancelled++
+	w.owners[owner].cancels++
+	return key, true
+}

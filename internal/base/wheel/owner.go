@@ -1,0 +1,134 @@
+package wheel
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/unipoll/unipoll/internal/base/ring"
+	"github.com/unipoll/unipoll/internal/base/table"
+)
+
+// Owners. Every entry belongs to an owner: 0 is the wheel user's own
+// (fire), every other id is one Queue's. An owner id is reused once its
+// Queue is closed and its last entry has left the wheel, so a closed
+// Queue's entries never fire into its successor. Everything here runs
+// with mu held unless it says otherwise.
+
+// ErrFull: a wheel has MaxQueues Queues already.
+var ErrFull = errors.New("wheel: no owner id left")
+
+// MaxQueues is the most Queues one wheel holds at once: owner ids are
+// 16-bit, and 0 is the wheel user's own.
+const MaxQueues = maxOwners - 1
+
+// owner is the wheel's record of one owner of entries.
+type owner struct {
+	readable func(bool)        // a Queue's: sets (true) or clears its readiness; under mu
+	refs     int               // its entries in the wheel (pending)
+	expired  ring.Ring[uint64] // keys of its entries that fired, in deadline order
+	closed   bool              // entries are freed as they come up
+	res      time.Duration     // the Queue's resolution in whole ticks (ownerRes, dueOf)
+	fired    uint64
+	cancels  uint64
+}
+
+// Stats are one Queue's counters (poll.TimerStats says what each means).
+type Stats struct {
+	Pending, Expired int
+	Fired, Cancelled uint64
+}
+
+// newOwner gives a Queue of resolution res an owner id, reusing one whose
+// Queue is closed and whose entries are all gone. It returns errClosed
+// once the wheel is closed, ErrFull when no id is left. Takes mu.
+func (w *Wheel) newOwner(res time.Duration, readable func(bool), errClosed error) (uint16, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, errClosed
+	}
+	o := owner{readable: readable, res: w.ownerRes(res)}
+	for id := 1; id < len(w.owners); id++ {
+		if old := &w.owners[id]; old.closed && old.refs == 0 {
+			*old = o
+			return uint16(id), nil
+		}
+	}
+	if len(w.owners) >= maxOwners {
+		return 0, ErrFull
+	}
+	w.owners = append(w.owners, o)
+	return uint16(len(w.owners) - 1), nil
+}
+
+// ownerRes is the resolution a Queue's deadlines are rounded to: res in
+// whole ticks, rounded up, or 0 (the tick itself) for res at or below a
+// tick. Whole ticks, because the wheel fires only at the start of a tick:
+// a window that ended inside one would fire at the start of the next,
+// almost one tick after the window's end, and windows of unequal lengths
+// would make wake-ups uneven (3ms on a 2ms tick fired at 4, 6, 10, 12ms).
+// It saturates at the largest whole number of ticks.
+func (w *Wheel) ownerRes(res time.Duration) time.Duration {
+	if res <= w.tick {
+		return 0
+	}
+	n := res / w.tick
+	if res%w.tick != 0 && n < math.MaxInt64/w.tick {
+		n++
+	}
+	return n * w.tick
+}
+
+// closeOwner drops the owner's expired keys; its pending entries are
+// freed as they come up in the wheel (Expire), and the id is reused once
+// none is left. Takes mu.
+func (w *Wheel) closeOwner(id uint16) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.owners[id].closeLocked()
+}
+
+func (o *owner) closeLocked() {
+	o.closed = true
+	o.expired.Reset()
+}
+
+// toExpired frees an entry that came due and appends its key to its
+// owner's expired ring (Expire hands them over in deadline order).
+func (w *Wheel) toExpired(h table.Handle, e *entry) {
+	o := &w.owners[e.owner]
+	if o.expired.Len() == 0 {
+		w.notified = append(w.notified, e.owner)
+	}
+	o.expired.Push(e.key)
+	o.fired++
+	w.freeEntry(h, e)
+}
+
+// takeExpired takes the oldest key of owner's expired ring.
+func (w *Wheel) takeExpired(id uint16) (key uint64, ok bool) {
+	o := &w.owners[id]
+	if key, ok = o.expired.Pop(); !ok {
+		return 0, false
+	}
+	if o.expired.Len() == 0 {
+		o.expired.Trim(expiredKeep)
+		// Under mu, so that an expiry cannot set the readiness between the
+		// check and the clear (the expiring consumer holds mu too): an
+		// expired deadline never waits with its queue unreadable.
+		o.readable(false)
+	}
+	return key, true
+}
+
+// stats returns owner id's counters.
+func (w *Wheel) stats(id uint16) Stats {
+	o := &w.owners[id]
+	return Stats{Pending: o.refs, Expired: o.expired.Len(), Fired: o.fired, Cancelled: o.cancels}
+}
+
+// expiredKeep is the largest buffer an owner's expired ring keeps while it
+// is empty: a burst of expiries does not pin its memory, while a queue in
+// steady use does not allocate.
+const expiredKeep = 1024

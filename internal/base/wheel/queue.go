@@ -1,0 +1,183 @@
+package wheel
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Queue is the wheel's side of one poll.TimerQueue: an owner of entries
+// whose keys, when they come due, join an expired ring in deadline order,
+// and whose readiness follows that ring (readable). It is bound to one
+// Wheel by the first Bind, as its TimerQueue is to one Poll.
+//
+// The methods that take a callback run it under the wheel's mutex, so
+// that a caller that keeps something per key (package timer keeps values)
+// needs no lock of its own: whatever the callbacks of Add, Remove, TryRecv
+// and Locked touch is guarded by that one lock, and a value changes
+// together with its deadline. A callback must not call the Queue's methods
+// (the lock is not reentrant), nor block: while it runs, every delay and
+// timer of the Poll waits.
+//
+// Invariants:
+//  1. w is set once, by Bind under mu, after id; a reader that loads a
+//     non-nil w sees its id.
+//  2. Before Bind, Locked holds mu, which Bind takes too; after it, the
+//     wheel's mu. Both are held by Locked once bound, so what Locked
+//     guards is never touched by a callback and a Locked at once.
+type Queue struct {
+	res       time.Duration
+	readable  func(bool)   // see owner.readable
+	unbound   func() error // why a Queue without a wheel takes no deadline, in the words of its TimerQueue
+	errClosed error        // the error of a closed Queue or Wheel
+
+	mu sync.Mutex // serialises Bind and Close; Locked before Bind
+	w  atomic.Pointer[Wheel]
+	id uint16 // owner id in w
+}
+
+// Init sets up a Queue of resolution res (rounded up to whole ticks of the
+// wheel it is bound to; 0 means the tick). readable sets or clears the
+// readiness of the source the Queue serves, under the wheel's mutex;
+// unbound returns the error of an operation before Bind; errClosed is the
+// error once the Queue or its wheel is closed.
+func (q *Queue) Init(res time.Duration, readable func(bool), unbound func() error, errClosed error) {
+	q.res, q.readable, q.unbound, q.errClosed = max(res, 0), readable, unbound, errClosed
+}
+
+// Bind calls register, which registers the Queue's source and returns the
+// wheel of the Poll it is bound to, and, if the Queue has no wheel yet,
+// makes the Queue an owner of that wheel w. If that fails (w is closed: errClosed;
+// w has no owner id left: ErrFull), it calls undo and returns the error.
+// register and undo run under the Queue's mu, which serialises them with
+// Close.
+func (q *Queue) Bind(register func() (*Wheel, error), undo func()) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w, err := register()
+	if err != nil {
+		return err
+	}
+	if q.w.Load() != nil {
+		return nil
+	}
+	id, err := w.newOwner(q.res, q.readable, q.errClosed)
+	if err != nil {
+		undo()
+		return err
+	}
+	q.id = id
+	q.w.Store(w) // invariant 1
+	return nil
+}
+
+// bound returns the Queue's wheel and owner id, or the error that says
+// why there is none.
+func (q *Queue) bound() (*Wheel, uint16, error) {
+	w := q.w.Load()
+	if w == nil {
+		return nil, 0, q.unbound()
+	}
+	return w, q.id, nil
+}
+
+// Add schedules a deadline d (not negative: the caller validates) from now
+// carrying the key newKey makes under the wheel's mutex, and returns its
+// ID. newKey runs at most once, and only once the Queue is known to take
+// the deadline; if it returns an error, nothing is added and Add returns
+// that error.
+func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) {
+	w, id, err := q.bound()
+	if err != nil {
+		return ID{}, err
+	}
+	deadline, now := w.DeadlineAfter(d)
+	w.mu.Lock()
+	if w.closed || w.owners[id].closed {
+		w.mu.Unlock()
+		return ID{}, q.errClosed
+	}
+	key, err := newKey()
+	if err != nil {
+		w.mu.Unlock()
+		return ID{}, err
+	}
+	eid, wake, err := w.schedule(id, key, deadline, now)
+	w.mu.Unlock()
+	if wake {
+		w.wake()
+	}
+	return eid, err
+}
+
+// Remove cancels the deadline eid names, if it has not passed, and
+// returns its key, which gone (if not nil) is given under the wheel's
+// mutex. It returns false for a deadline that has passed (even one not yet
+// taken), was removed already, or is another Queue's.
+func (q *Queue) Remove(eid ID, gone func(key uint64)) (key uint64, ok bool) {
+	w, id, err := q.bound()
+	if err != nil {
+		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if key, ok = w.cancel(id, eid); ok && gone != nil {
+		gone(key)
+	}
+	return key, ok
+}
+
+// TryRecv takes the oldest expired key (the earliest deadline), which take
+// (if not nil) is given under the wheel's mutex; false if none has
+// expired. The Queue stops being readable when it takes the last one.
+func (q *Queue) TryRecv(take func(key uint64)) (key uint64, ok bool) {
+	w, id, err := q.bound()
+	if err != nil {
+		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if key, ok = w.takeExpired(id); ok && take != nil {
+		take(key)
+	}
+	return key, ok
+}
+
+// Locked runs f while holding the lock the callbacks of Add, Remove and
+// TryRecv run under (invariant 2), so that f may read and change what
+// they guard. f must not call the Queue's methods, nor block.
+func (q *Queue) Locked(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w := q.w.Load(); w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+	}
+	f()
+}
+
+// Stats returns the Queue's counters (zero before Bind).
+func (q *Queue) Stats() Stats {
+	w, id, err := q.bound()
+	if err != nil {
+		return Stats{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats(id)
+}
+
+// Close calls closeSource and, if it succeeds, drops the Queue's expired
+// keys; its pending deadlines are freed as they come up in the wheel. It
+// returns closeSource's error.
+func (q *Queue) Close(closeSource func() error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := closeSource(); err != nil {
+		return err
+	}
+	if w := q.w.Load(); w != nil {
+		w.closeOwner(q.id)
+	}
+	return nil
+}
