@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/eventloop"
-	"github.com/unipoll/unipoll/socket"
 )
 
 // waitLimit bounds every wait for a condition: long, because the machine
@@ -67,28 +66,6 @@ func (r *running) stop(t testing.TB) error {
 	case <-time.After(waitLimit):
 		t.Fatalf("Run did not return within %v of its context's end", waitLimit)
 		return nil
-	}
-}
-
-// pair returns a connected socket pair, closed at the test's end.
-func pair(t testing.TB) (*socket.UnixConn, *socket.UnixConn) {
-	t.Helper()
-	a, b, err := socket.Pair()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
-	return a, b
-}
-
-// drain reads c until it would block; it returns how many bytes it read.
-func drain(c interface{ Read([]byte) (int, error) }) int {
-	var buf [4096]byte
-	total := 0
-	for {
-		n, err := c.Read(buf[:])
-		total += n
-		if err != nil || n == 0 {
-			return total
-		}
 	}
 }
 
