@@ -19,10 +19,10 @@ func (c chanSource) Ready(*Loop, poll.Event) Action {
 
 // In steady state the Loop allocates nothing per dispatched event: not
 // for a handler's event or a posted function (the issue's "0 allocations
-// per dispatched event"; netloop's test does a Conn's message). A running Loop is driven
-// from the test's goroutine, which waits for each dispatch before the
-// next; testing.AllocsPerRun counts every goroutine's allocations, the
-// Loop's included.
+// per dispatched event"; netloop's test does a Conn's message). A running
+// Loop is driven from the test's goroutine, which waits for each dispatch
+// before the next; testing.AllocsPerRun counts every goroutine's
+// allocations, the Loop's included.
 func TestNoAllocationPerEvent(t *testing.T) {
 	l := newLoop(t, Config{})
 	src := newRegSource(t)

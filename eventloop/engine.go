@@ -1,10 +1,17 @@
 package eventloop
 
-import "github.com/unipoll/unipoll/poll"
+import (
+	"fmt"
+	"time"
+
+	"github.com/unipoll/unipoll/poll"
+)
 
 // The dispatch engine: the steps that take a source from an event to a
 // call of its handler and back, the same for one worker and for several.
 //
+//   - poll: the Poll fills a worker's batch, and the Triggers that came
+//     meanwhile are taken.
 //   - route: an event (or a Trigger) queues its entry in the run queue,
 //     if the event's generation is the entry's (invariant 1); for an
 //     entry that is running it sets entry.again instead (W3).
@@ -16,12 +23,53 @@ import "github.com/unipoll/unipoll/poll"
 //     asked for Again or heard an event meanwhile is queued again.
 //
 // Who runs them: with one worker, the goroutine in Run, which owns the
-// run queue and takes no lock (run.go); with several, whoever holds
+// run queue and takes no lock (one.go); with several, whoever holds
 // Loop.mu around route, claim and release, and none during the call
 // (workers.go). worker.shared tells the two apart where they differ:
 // where a call that asks for Again waits (the next iteration, or the run
 // queue at once, for another worker to take) and whether finishing a
 // removed entry must first let go of Loop.mu.
+
+// pollStep asks the Poll for w's batch, without waiting if the run queue
+// holds anything, counts the iteration, and queues the Triggers that came.
+// A Trigger that comes later wakes the Poll (trigger.go), so none waits
+// for an event. With several workers Loop.mu is held on entry and on
+// return, and let go during the Poll.
+func (l *Loop) pollStep(w *worker, timeout time.Duration) (n int, err error) {
+	if l.rq.n > 0 {
+		timeout = 0
+	}
+	if w.shared {
+		l.mu.Unlock()
+	}
+	n, err = l.p.Poll(w.events, timeout)
+	if w.shared {
+		l.mu.Lock()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventloop: poll: %w", err)
+	}
+	l.stats.iterations.Add(1)
+	if l.triggerN.Load() != 0 {
+		l.takeTriggers()
+	}
+	return n, nil
+}
+
+// routeBatch routes the first n events of w's batch that belong to the
+// Loop's sources, and reports whether the batch also has events for Run's
+// Handler (sources registered on Loop.Poll directly).
+func (l *Loop) routeBatch(w *worker, n int) (raw bool) {
+	for i := range n {
+		ev := w.events.At(i)
+		if !IsLoopToken(ev.Token) {
+			raw = true
+			continue
+		}
+		l.route(ev)
+	}
+	return raw
+}
 
 // route queues the entry an event names, if it is of the token's
 // generation and live (invariant 1). Run-queue owner only.

@@ -1,9 +1,6 @@
 package eventloop
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // One worker: the goroutine in Run (or RunOnce) owns the run queue and
 // does everything, in iterations: the calls that asked for Again in the
@@ -29,23 +26,16 @@ func (l *Loop) runOne(rs *runState, h Handler, w *worker) error {
 }
 
 // iterate is one iteration with one worker: the entries that asked for
-// Rearm and those triggered join the run queue, the Poll is asked (without
-// waiting if anything is queued), the events of sources registered on it
+// Again join the run queue, the Poll is asked (without waiting if anything
+// is queued) and the Triggers taken, the events of sources registered on it
 // directly go to h, the Loop's own are dispatched within the budgets,
 // removals left to the Loop are finished, and Tick runs.
 func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration) error {
 	w.flushNext()
-	if l.triggerN.Load() != 0 {
-		l.takeTriggers()
-	}
-	if l.rq.n > 0 {
-		timeout = 0
-	}
-	n, err := l.p.Poll(w.events, timeout)
+	n, err := l.pollStep(w, timeout)
 	if err != nil {
-		return fmt.Errorf("eventloop: poll: %w", err)
+		return err
 	}
-	l.stats.iterations.Add(1)
 	ours := 0
 	for i := range n {
 		ev := w.events.At(i)
@@ -79,11 +69,7 @@ func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration)
 // queue, which orders them.
 func (l *Loop) dispatchBatch(w *worker, ours int) {
 	if l.rq.n > 0 || !l.lvls.single() || ours > l.cfg.MaxEventsPerIteration {
-		for ev := range w.events.All() {
-			if IsLoopToken(ev.Token) {
-				l.route(ev)
-			}
-		}
+		l.routeBatch(w, w.events.Len())
 		l.dispatch(w, l.cfg.MaxDispatchPerIteration, l.cfg.MaxEventsPerIteration)
 		return
 	}

@@ -1,10 +1,6 @@
 package eventloop
 
-import (
-	"fmt"
-	"sync"
-	"time"
-)
+import "sync"
 
 // Several workers serve one Loop as leaders and followers. Everything
 // below is guarded by Loop.mu, which also guards the run queue while they
@@ -260,26 +256,16 @@ func (m *workers) poll(w *worker, h Handler) {
 		m.raw.Unlock()
 		l.mu.Lock()
 	}
-	timeout := time.Duration(-1)
-	if l.rq.n > 0 {
-		timeout = 0
-	}
-	l.mu.Unlock()
-	n, err := l.p.Poll(w.events, timeout)
-	l.mu.Lock()
+	n, err := l.pollStep(w, -1)
 	m.leader = nil
 	m.polls++
 	if err != nil {
 		if m.failed == nil {
-			m.failed = fmt.Errorf("eventloop: poll: %w", err)
+			m.failed = err
 		}
 		return
 	}
-	l.stats.iterations.Add(1)
-	if l.triggerN.Load() != 0 {
-		l.takeTriggers()
-	}
-	raw := m.routeLocked(w, n)
+	raw := l.routeBatch(w, n)
 	m.promoteLocked()
 	m.wakeHelperLocked(1)
 	if raw || l.reapN.Load() != 0 {
@@ -290,20 +276,6 @@ func (m *workers) poll(w *worker, h Handler) {
 		l.drainReaps()
 		l.mu.Lock()
 	}
-}
-
-// routeLocked queues the entries a batch names (W3 for those running). It
-// reports whether the batch has events for Run's Handler.
-func (m *workers) routeLocked(w *worker, n int) (raw bool) {
-	for i := range n {
-		ev := w.events.At(i)
-		if !IsLoopToken(ev.Token) {
-			raw = true
-			continue
-		}
-		m.l.route(ev)
-	}
-	return raw
 }
 
 // dispatchRaw gives the batch's events for sources registered on Poll
