@@ -120,3 +120,44 @@ func ExampleLoop_AfterFunc() {
 	// Output:
 	// 20ms later; the hour-long one cancelled: true
 }
+
+// A layer on top of the Loop makes its sources as netloop makes a Conn:
+// OnToken hands the token over before the first call can come, the call
+// reads into the buffer its worker lends it (ReadBuffer), and SetInterest
+// changes what the source waits for.
+func ExampleOnToken() {
+	a, b, _ := socket.Pair()
+	defer a.Close()
+	defer b.Close()
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	var tok poll.Token // the source's, set before its first call
+	h := eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		buf := l.ReadBuffer(tok)
+		n, _ := a.Read(buf)
+		fmt.Printf("read %q (token known: %v)\n", buf[:n], tok == ev.Token)
+		fmt.Println("now waiting for the peer's end only:", l.SetInterest(tok, poll.Hup) == nil)
+		l.Shutdown()
+		return eventloop.Keep
+	})
+	if _, err := l.Add(a, poll.Readable, poll.Edge, h, eventloop.OnToken(func(t poll.Token) { tok = t })); err != nil {
+		panic(err)
+	}
+	_, _ = b.Write([]byte("hi"))
+	_ = l.Run(context.Background(), nil)
+	// Output:
+	// read "hi" (token known: true)
+	// now waiting for the peer's end only: true
+}
+
+// Value keeps a layer's state once per Loop: the first call with a key
+// makes it, the later ones find it.
+func ExampleLoop_Value() {
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	type connsKey struct{} // unexported: no other layer can collide with it
+	newCount := func() any { return new(int) }
+	*l.Value(connsKey{}, newCount).(*int) += 2
+	fmt.Println(*l.Value(connsKey{}, newCount).(*int))
+	// Output: 2
+}

@@ -20,11 +20,10 @@ var (
 
 // A Conn's deadlines are one eventloop.Loop.AfterFunc at a time, on the
 // timing wheel of its Loop's Poll, one timeout per Conn whatever its
-// traffic: reads and writes only note the
-// time, and when the timeout expires the Conn's next call compares the
-// notes with the limits, closing the Conn or setting the timeout again for
-// what is left. A busy Conn thus costs the wheel one timeout per period,
-// not one per read.
+// traffic: reads and writes only note the time, and when the timeout
+// expires the Conn's next call compares the notes with the limits,
+// closing the Conn or setting the timeout again for what is left. A busy
+// Conn thus costs the wheel one timeout per period, not one per read.
 //
 // The expiry runs on whichever worker takes the Loop's timer; it only
 // marks the Conn (due) and triggers a call of it, so that the Conn's state
