@@ -206,8 +206,12 @@ func TestConnDeadlines(t *testing.T) {
 	_, err = Add(l, busy, hb, Config{ReadTimeout: limit, IdleTimeout: limit})
 	require.NoError(t, err)
 	stop := make(chan struct{})
+	// A pause runs from the start of one write to the end of the next: the
+	// Conn may have read the first as soon as it began, and sees nothing
+	// of the next until it is done (the client may stall in between, after
+	// it decided to write). So the pause is never underestimated.
 	var maxGap atomic.Int64    // the client's longest pause between writes
-	var lastWrite atomic.Int64 // when it last wrote, in ns since added
+	var lastWrite atomic.Int64 // when its last completed write began, in ns since added
 	gapNow := func() time.Duration {
 		return max(time.Duration(maxGap.Load()), time.Since(added)-time.Duration(lastWrite.Load()))
 	}
@@ -221,12 +225,13 @@ func TestConnDeadlines(t *testing.T) {
 				return
 			default:
 			}
-			maxGap.Store(int64(gapNow()))
-			lastWrite.Store(int64(time.Since(added)))
+			began := time.Since(added)
 			if _, err := client.Write([]byte("ping")); err != nil {
 				pinged <- err
 				return
 			}
+			maxGap.Store(int64(gapNow()))
+			lastWrite.Store(int64(began))
 			if _, err := io.ReadFull(client, buf); err != nil {
 				pinged <- err
 				return
