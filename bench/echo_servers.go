@@ -49,7 +49,7 @@ func init() {
 	})
 	registerEcho(echoServer{
 		Name:  "unipoll-group",
-		About: "examples/echo -mode loop -loops N: an eventloop.Group of one Loop per CPU the server may use, connections handed round-robin",
+		About: "examples/echo -mode loop -loops N: an netloop.Group of one Loop per CPU the server may use, connections handed round-robin",
 		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
 			start, err := buildUnipollEcho(r, r.o.lib, "unipoll-echo-group")
 			if err != nil {

@@ -95,15 +95,15 @@ func TestActionKeepEdge(t *testing.T) {
 	rec.check(t)
 }
 
-// Rearm of an armed Edge source calls the handler again without a new
+// Again of an armed Edge source calls the handler again without a new
 // edge, in the next iteration, until it stops asking.
-func TestActionRearmEdge(t *testing.T) {
+func TestActionAgainEdge(t *testing.T) {
 	l := newLoop(t, Config{})
 	src := newRegSource(t)
 	var n atomic.Int32
 	rec := &recorder{next: func(poll.Event) Action {
 		if n.Add(1) < 5 {
-			return Rearm
+			return Again
 		}
 		return Keep
 	}}
@@ -123,7 +123,7 @@ func TestActionRearmEdge(t *testing.T) {
 	rec.check(t)
 }
 
-// Oneshot: one call, then nothing until Rearm (the action or the method),
+// Oneshot: one call, then nothing until Again (the action) or Rearm (the method),
 // which reports a source that is still ready at once.
 func TestActionRearmOneshot(t *testing.T) {
 	l := newLoop(t, Config{})
@@ -131,9 +131,9 @@ func TestActionRearmOneshot(t *testing.T) {
 	var calls atomic.Int32
 	rec := &recorder{next: func(poll.Event) Action {
 		if calls.Add(1) == 1 {
-			return Rearm // still ready: called again
+			return Again // still ready: called again
 		}
-		return Keep // disarmed by Oneshot until Rearm
+		return Keep // disarmed by Oneshot until Loop.Rearm
 	}}
 	tok, err := l.Add(src.reg, poll.Readable, poll.Oneshot, rec)
 	require.NoError(t, err)
@@ -233,7 +233,7 @@ func TestRemoveWhileRunning(t *testing.T) {
 	rec := &recorder{next: func(poll.Event) Action {
 		close(entered)
 		<-release
-		return Rearm // asks for more: must not get it
+		return Again // asks for more: must not get it
 	}}
 	tok, err := l.Add(src.reg, poll.Readable, poll.Level, rec)
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package eventloop
 
 import (
-	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,98 +117,4 @@ func TestAfterFuncErrors(t *testing.T) {
 	var zero Loop
 	_, err = zero.AfterFunc(time.Second, func(*Loop) {})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-}
-
-// Conn deadlines: a Conn that hears nothing for ReadTimeout is closed
-// with ErrReadTimeout, and an idle one (nothing in, nothing out) with
-// ErrIdleTimeout, no earlier than asked; one that keeps receiving lives on
-// past its limits. (On a loaded machine the client itself may stall past
-// the limit; then, and only then, may its Conn be closed.)
-func TestConnDeadlines(t *testing.T) {
-	l := newLoop(t, Config{Workers: 2})
-	start(t, l, nil)
-
-	silent, _ := clientPair(t)
-	hs := newEcho()
-	begin := time.Now()
-	_, err := l.AddConn(silent, hs, ConnConfig{ReadTimeout: 50 * time.Millisecond})
-	require.NoError(t, err)
-
-	idle, _ := clientPair(t)
-	hi := newEcho()
-	_, err = l.AddConn(idle, hi, ConnConfig{IdleTimeout: 80 * time.Millisecond})
-	require.NoError(t, err)
-
-	const limit = 150 * time.Millisecond
-	busy, client := clientPair(t)
-	hb := newEcho()
-	// The client's pauses count from the Conn's start (the goroutine may
-	// be scheduled late) to the moment the Conn is seen closed (it may
-	// stall after its last write).
-	added := time.Now()
-	_, err = l.AddConn(busy, hb, ConnConfig{ReadTimeout: limit, IdleTimeout: limit})
-	require.NoError(t, err)
-	stop := make(chan struct{})
-	var maxGap atomic.Int64    // the client's longest pause between writes
-	var lastWrite atomic.Int64 // when it last wrote, in ns since added
-	gapNow := func() time.Duration {
-		return max(time.Duration(maxGap.Load()), time.Since(added)-time.Duration(lastWrite.Load()))
-	}
-	pinged := make(chan error, 1)
-	go func() {
-		buf := make([]byte, 4)
-		for {
-			select {
-			case <-stop:
-				pinged <- nil
-				return
-			default:
-			}
-			maxGap.Store(int64(gapNow()))
-			lastWrite.Store(int64(time.Since(added)))
-			if _, err := client.Write([]byte("ping")); err != nil {
-				pinged <- err
-				return
-			}
-			if _, err := io.ReadFull(client, buf); err != nil {
-				pinged <- err
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // the client's pace, not synchronisation
-		}
-	}()
-
-	require.ErrorIs(t, <-hs.closed, ErrReadTimeout)
-	require.GreaterOrEqual(t, time.Since(begin), 50*time.Millisecond)
-	require.ErrorIs(t, <-hi.closed, ErrIdleTimeout)
-	require.GreaterOrEqual(t, time.Since(begin), 80*time.Millisecond)
-	// The busy one lives past its limits several times over.
-	deadline := time.Now().Add(4 * limit)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-hb.closed:
-			gap := gapNow()
-			require.GreaterOrEqual(t, gap, limit, "the busy Conn was closed (%v) though its client never paused that long", err)
-			close(stop)
-			<-pinged
-			t.Logf("the client paused %v: its Conn was rightly closed", gap)
-			return
-		default:
-		}
-		runtimeGosched()
-	}
-	// The two that timed out leave the Loop once their removal is over;
-	// the busy one stays, unless its client stalled past the limit just
-	// now.
-	eventually(t, "the timed-out Conns to leave", func() bool { return l.Conns() <= 1 })
-	if n := l.Conns(); n == 0 {
-		err := <-hb.closed
-		gap := gapNow()
-		require.GreaterOrEqual(t, gap, limit, "the busy Conn was closed (%v) though its client never paused that long", err)
-		close(stop)
-		<-pinged
-		return
-	}
-	close(stop)
-	require.NoError(t, <-pinged)
 }

@@ -23,12 +23,13 @@ type Config struct {
 	// MaxDispatchPerIteration caps the work of one iteration, handler calls
 	// and posted functions together, before the Loop polls the operating
 	// system again, so that a flood of posted functions, an always-ready
-	// source or a handler that keeps asking for Rearm cannot keep the
+	// source or a handler that keeps asking for Again cannot keep the
 	// others waiting. Default 1024.
 	MaxDispatchPerIteration int
-	// ReadBuffer is the size of the buffer each worker reads Conns into
-	// (a Conn keeps input in a buffer of its own only while its handler
-	// leaves some unconsumed). Default 64 KiB.
+	// ReadBuffer is the size of the read buffer each worker lends the
+	// handlers it calls (Loop.ReadBuffer): netloop's Conns read into it,
+	// and keep input in a buffer of their own only while their handler
+	// leaves some unconsumed. Default 64 KiB.
 	ReadBuffer int
 	// Workers is how many goroutines serve the Loop during Run: the
 	// caller's and Workers-1 more. One polls at a time (leader and

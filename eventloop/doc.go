@@ -1,10 +1,11 @@
 // Package eventloop is the thin dispatcher on top of a poll.Poll: a Loop
 // calls a handler per source as its events come, in priority order, one
 // call at a time per source, with what real servers need around it:
-// actions that rearm, disarm or remove a source, safe removal while
+// actions that call again, disarm or remove a source, safe removal while
 // another goroutine runs the handler, fairness between sources, work
-// posted from other goroutines, several workers on one Loop, Groups of
-// Loops for every core, and buffered connections.
+// posted from other goroutines and several workers on one Loop. Buffered
+// connections and Groups of Loops are package netloop's, on top of this
+// one's exported API.
 //
 // # The Loop
 //
@@ -24,11 +25,12 @@
 //
 //   - Loop.Add(src, interest, opts, h, ...AddOption) registers a source
 //     under a token the Loop chooses. h is a SourceHandler (SourceFunc
-//     adapts a function); its Ready returns an Action: Keep, Rearm (call
+//     adapts a function); its Ready returns an Action: Keep, Again (call
 //     again after the others, and re-enable a Oneshot or disarmed source),
-//     Disarm or Remove. Priority is the AddOption that orders the calls.
-//   - Loop.Rearm, Loop.Disarm, Loop.Remove and Loop.Trigger (a call with
-//     no event) act from any goroutine. After Remove returns the handler
+//     Disarm or Remove. Priority is the AddOption that orders the calls;
+//     OnToken hands the token over before the first call.
+//   - Loop.Rearm, Loop.Disarm, Loop.Remove, Loop.SetInterest and
+//     Loop.Trigger (a call with no event) act from any goroutine. After Remove returns the handler
 //     is not called again, but for a call already in progress; its
 //     Remover.Removed then runs once, after the last call: the place to
 //     close the source's descriptor.
@@ -40,7 +42,7 @@
 //
 // Config.MaxDispatchPerIteration bounds the handler calls and posted
 // functions between two Poll calls, so that a flood of posts, an
-// always-ready source or a handler that keeps asking for Rearm cannot
+// always-ready source or a handler that keeps asking for Again cannot
 // starve the others. Config.MaxEventsPerIteration caps the calls for
 // source events per iteration, which makes priority strict across
 // iterations: a source that did not get its turn waits, none is lost.
@@ -54,35 +56,23 @@
 // Poll's own timing wheel; its cancel reports whether it stopped f.
 // Loop.WakePollers wakes the workers as an event would.
 //
-// # Workers and Groups
+// # Workers
 //
 // Config.Workers serves one Loop with several goroutines, leader and
 // followers: one polls, the others run handlers, and the leader's role
 // goes to the worker that has waited longest, so that each takes a fair
-// share; a handler still never runs concurrently with itself. NewGroup
-// opens N Loops (default GOMAXPROCS), one goroutine each; Group.ListenTCP
-// shares a listener among them, handing connections round robin or to
-// the least loaded Loop (Balance), or gives each Loop its own with
-// ReusePort; AcceptFunc receives each connection on its Loop.
+// share; a handler still never runs concurrently with itself. One
+// dispatch engine serves one worker and several (engine.go).
 //
-// # Connections
+// # For layers on top
 //
-// Loop.AddConn makes a Conn of a Stream (a *socket.TCPConn or
-// *socket.UnixConn): input is handed to the ConnHandler where it lies, a
-// read pass ends at the first short read (one read per message), output
-// is queued and written once per call, and the queue is bounded
-// (ConnConfig), with back pressure above a high-water mark (ConnPressure)
-// and hooks for the end of input (ConnEOF) and the close (ConnCloser).
-// ConnConfig.ReadTimeout and IdleTimeout close a Conn that hears nothing
-// (ErrReadTimeout, ErrIdleTimeout), with one timeout per Conn on the
-// wheel. ConnFunc adapts a function. Conn.Async runs a function among the
-// Conn's calls from any goroutine.
+// Loop.ReadBuffer lends a handler its worker's read buffer for the call;
+// Loop.Value keeps a layer's state once per Loop. Package netloop is
+// built on them and the rest of this API, as any other layer can be.
 //
 // # Errors
 //
 // Errors are sentinels matched with errors.Is: ErrClosed,
 // ErrInvalidArgument (both poll's), ErrUnknownToken, ErrRunning,
-// ErrTableFull, ErrWriteQueueFull, ErrReadBufferFull, ErrReadTimeout,
-// ErrIdleTimeout. Nil and zero values
-// return errors and never panic.
+// ErrTableFull. Nil and zero values return errors and never panic.
 package eventloop

@@ -38,12 +38,12 @@ import (
 //     CAS, so the deregistration is over before Removed can run (and close
 //     the descriptor).
 //  4. Changes to the source's registration in the Poll (Reregister for
-//     Rearm and Disarm, Deregister for Remove) happen under entry.mu
+//     Rearm, Disarm and SetInterest, Deregister for Remove) happen under entry.mu
 //     together with the flag they go with, and only while fLive is set.
 //     So when entry.mu is free, the Poll's registration and the flags
 //     agree: a disarmed source is deregistered (entry.deregistered) or is
 //     a spent Oneshot, and a removed one is not registered.
-//  5. h, src, interest, opts, lvl are written by Add before the store of
+//  5. h, own, src, interest, opts, lvl are written by Add before the store of
 //     fLive that publishes the incarnation, and cleared by free after
 //     fRemoved; they are read by a claimer after its CAS, or under
 //     entry.mu after checking fLive and the generation.
@@ -51,12 +51,13 @@ type entry struct {
 	state atomic.Uint64
 
 	h        SourceHandler
+	own      ownSource // one of the Loop's own sources (own.go), set once; h is nil
 	src      poll.Evented
 	interest poll.Ready
 	opts     poll.PollOpt
 	lvl      *level
-	kind     entryKind
 	idx      uint32
+	caller   *worker // the worker calling h, during the call (ReadBuffer)
 
 	mu           sync.Mutex // invariant 4
 	deregistered bool       // Disarm took it out of the Poll; guarded by mu
@@ -66,17 +67,6 @@ type entry struct {
 	queued bool       // an item of this incarnation is in the run queue or the next list
 	again  bool       // several workers: an event came while it ran; requeue at release
 }
-
-// entryKind tells the Loop's own sources apart from the caller's.
-type entryKind uint8
-
-const (
-	kindUser  entryKind = iota
-	kindWake            // Loop.wake: Shutdown, removals to finish, WakePollers
-	kindPost            // the channel of posted functions
-	kindConn            // a Conn: called with its worker's read buffer
-	kindTimer           // the Loop's timer.Timer: AfterFunc, Conn deadlines
-)
 
 // State flags; the generation is above them.
 const (

@@ -3,8 +3,6 @@ package eventloop_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"github.com/unipoll/unipoll/eventloop"
@@ -46,7 +44,7 @@ func Example() {
 	// posted function runs; stopping
 }
 
-// What a handler returns decides what happens next: Rearm calls it again
+// What a handler returns decides what happens next: Again calls it again
 // (here while a counter says there is work left, as a handler that stops
 // after its share of an iteration would), Disarm stops calls until
 // Loop.Rearm, and Remove takes the source off the Loop, after which its
@@ -60,7 +58,7 @@ func ExampleAction() {
 		left--
 		fmt.Println("call, work left:", left)
 		if left > 0 {
-			return eventloop.Rearm
+			return eventloop.Again
 		}
 		return eventloop.Remove
 	}, done: func() { fmt.Println("removed"); _ = reg.Close(); l.Shutdown() }}
@@ -108,77 +106,6 @@ func ExamplePriority() {
 	// priority 0
 }
 
-// echo is a ConnHandler: every byte back.
-type echo struct{}
-
-func (echo) Data(c *eventloop.Conn, in []byte) int {
-	n, _ := c.Write(in) // queued; written once at the end of the read
-	return n
-}
-
-// A Conn is a buffered stream on the Loop: the handler sees the input and
-// queues its output; the Conn reads, writes, waits for room and applies
-// back pressure.
-func ExampleLoop_AddConn() {
-	l, _ := eventloop.New(eventloop.Config{})
-	defer l.Close()
-	server, client, _ := socket.Pair()
-	defer client.Close()
-	if _, err := l.AddConn(server, echo{}, eventloop.ConnConfig{}); err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx, nil) }()
-
-	_, _ = client.Write([]byte("ping"))
-	events, _ := poll.New()
-	defer events.Close()
-	_ = events.Register(client, 1, poll.Readable, poll.Edge)
-	ev := poll.NewEvents(1)
-	_, _ = events.Poll(ev, 5*time.Second)
-	buf := make([]byte, 16)
-	n, _ := client.Read(buf)
-	fmt.Printf("%s\n", buf[:n])
-	cancel()
-	<-done
-	// Output:
-	// ping
-}
-
-// A Group of Loops serving one listener: each connection is handed to a
-// Loop in turn and lives there as a Conn.
-func ExampleGroup_ListenTCP() {
-	g, err := eventloop.NewGroup(eventloop.GroupConfig{Loops: 2})
-	if err != nil {
-		panic(err)
-	}
-	defer g.Close()
-	addr, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
-		_, _ = l.AddConn(c, echo{}, eventloop.ConnConfig{})
-	})
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, nil) }()
-
-	for i := range 2 {
-		c, _ := net.Dial("tcp", addr.String())
-		fmt.Fprintf(c, "hello %d", i)
-		buf := make([]byte, 7)
-		_, _ = io.ReadFull(c, buf)
-		fmt.Printf("%s\n", buf)
-		c.Close()
-	}
-	cancel()
-	<-done
-	// Output:
-	// hello 0
-	// hello 1
-}
-
 // AfterFunc runs a function on the Loop after a delay, from a timer on the
 // Poll's own wheel; cancel says whether it stopped the function in time.
 func ExampleLoop_AfterFunc() {
@@ -192,4 +119,45 @@ func ExampleLoop_AfterFunc() {
 	_ = l.Run(context.Background(), nil)
 	// Output:
 	// 20ms later; the hour-long one cancelled: true
+}
+
+// A layer on top of the Loop makes its sources as netloop makes a Conn:
+// OnToken hands the token over before the first call can come, the call
+// reads into the buffer its worker lends it (ReadBuffer), and SetInterest
+// changes what the source waits for.
+func ExampleOnToken() {
+	a, b, _ := socket.Pair()
+	defer a.Close()
+	defer b.Close()
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	var tok poll.Token // the source's, set before its first call
+	h := eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		buf := l.ReadBuffer(tok)
+		n, _ := a.Read(buf)
+		fmt.Printf("read %q (token known: %v)\n", buf[:n], tok == ev.Token)
+		fmt.Println("now waiting for the peer's end only:", l.SetInterest(tok, poll.Hup) == nil)
+		l.Shutdown()
+		return eventloop.Keep
+	})
+	if _, err := l.Add(a, poll.Readable, poll.Edge, h, eventloop.OnToken(func(t poll.Token) { tok = t })); err != nil {
+		panic(err)
+	}
+	_, _ = b.Write([]byte("hi"))
+	_ = l.Run(context.Background(), nil)
+	// Output:
+	// read "hi" (token known: true)
+	// now waiting for the peer's end only: true
+}
+
+// Value keeps a layer's state once per Loop: the first call with a key
+// makes it, the later ones find it.
+func ExampleLoop_Value() {
+	l, _ := eventloop.New(eventloop.Config{})
+	defer l.Close()
+	type connsKey struct{} // unexported: no other layer can collide with it
+	newCount := func() any { return new(int) }
+	*l.Value(connsKey{}, newCount).(*int) += 2
+	fmt.Println(*l.Value(connsKey{}, newCount).(*int))
+	// Output: 2
 }

@@ -18,7 +18,7 @@ const floodBound = 3
 
 // Under a flood of posted functions that never ends (each one posts
 // itself again), an always-ready Level source and a handler that always
-// asks for Rearm, a socket's event is still served within floodBound
+// asks for Again, a socket's event is still served within floodBound
 // iterations, and the level source and the rearming handler get their
 // turns every iteration.
 func TestFairnessUnderFlood(t *testing.T) {
@@ -44,7 +44,7 @@ func TestFairnessUnderFlood(t *testing.T) {
 	require.NoError(t, rearmer.set.SetReadiness(poll.Readable))
 	_, err = l.Add(rearmer.reg, poll.Readable, poll.Edge, SourceFunc(func(*Loop, poll.Event) Action {
 		rearmCalls.Add(1)
-		return Rearm
+		return Again
 	}))
 	require.NoError(t, err)
 

@@ -65,7 +65,7 @@ const (
 	// Poll while it is ready under Level, never again under Oneshot until
 	// rearmed).
 	Keep Action = iota
-	// Rearm asks for another call if the source may still be ready, even
+	// Again asks for another call if the source may still be ready, even
 	// with no new edge: the handler stopped early (its share of an
 	// iteration is used up) and wants to continue after the others have
 	// had their turn. It also re-enables a Oneshot or disarmed source
@@ -73,10 +73,10 @@ const (
 	// ready at once). For an armed Edge or Level source it costs no system
 	// call: the source is queued for the next iteration with the
 	// readiness it had.
-	Rearm
-	// Disarm stops events for the source until Rearm; it stays on the
-	// Loop. Readiness that arrives meanwhile is not lost: Rearm reports a
-	// source that is ready.
+	Again
+	// Disarm stops events for the source until Loop.Rearm; it stays on
+	// the Loop. Readiness that arrives meanwhile is not lost: Rearm
+	// reports a source that is ready.
 	Disarm
 	// Remove takes the source off the Loop, as Loop.Remove does: the
 	// handler is not called again, and its Removed runs once Ready has
@@ -84,7 +84,7 @@ const (
 	Remove
 )
 
-var actionNames = [...]string{Keep: "Keep", Rearm: "Rearm", Disarm: "Disarm", Remove: "Remove"}
+var actionNames = [...]string{Keep: "Keep", Again: "Again", Disarm: "Disarm", Remove: "Remove"}
 
 // String is the action's name, or "Action(n)" for a value that is none.
 func (a Action) String() string {

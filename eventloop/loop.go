@@ -33,7 +33,7 @@ type Loop struct {
 	wakeSet *poll.SetReadiness
 	postTx  *channel.Sender[func(*Loop)]
 	postRx  *channel.Receiver[func(*Loop)]
-	tm      *timer.Timer[timerTask] // AfterFunc and Conn deadlines (afterfunc.go)
+	tm      *timer.Timer[func(*Loop)] // AfterFunc (afterfunc.go)
 
 	// life orders Add against Close: Add holds it for reading, Close for
 	// writing while it marks the Loop closed, so Close's release sees every
@@ -57,12 +57,12 @@ type Loop struct {
 	once        *worker   // RunOnce's, kept for its buffers
 
 	// Trigger's items, for the run-queue owner to take (trigger.go).
-	kickMu     sync.Mutex
-	kicks      []item
-	kicksSpare []item
-	kickN      atomic.Int32
+	triggerMu     sync.Mutex
+	triggers      []item
+	triggersSpare []item
+	triggerN      atomic.Int32
 
-	conns atomic.Int64 // Conns on the Loop
+	values sync.Map // Value's
 
 	stats stats
 }
@@ -72,7 +72,7 @@ var errZeroLoop = fmt.Errorf("%w: nil or zero eventloop.Loop (make one with even
 
 // New opens a Loop: its Poll, and the Loop's own three sources on it (a
 // Registration that Shutdown and Remove use to wake it, the channel of
-// posted functions, and the timer of AfterFunc and Conn deadlines).
+// posted functions, and the timer of AfterFunc; see own.go).
 func New(c Config) (*Loop, error) {
 	c, err := c.withDefaults()
 	if err != nil {
@@ -85,16 +85,8 @@ func New(c Config) (*Loop, error) {
 	l := &Loop{cfg: c, p: p}
 	l.lvls.init()
 	l.rq.ls = &l.lvls
-	l.wake, l.wakeSet = poll.NewRegistration()
-	l.postTx, l.postRx = channel.New[func(*Loop)]()
-	if _, err := l.add(l.wake, poll.Readable, poll.Edge, nil, kindWake, 0, nil); err != nil {
-		return nil, errors.Join(err, l.release())
-	}
-	if _, err := l.add(l.postRx, poll.Readable, poll.Edge, nil, kindPost, 0, nil); err != nil {
-		return nil, errors.Join(err, l.release())
-	}
-	if err := l.newTimer(); err != nil {
-		return nil, errors.Join(err, l.release())
+	if err := l.addOwnSources(); err != nil {
+		return nil, errors.Join(err, l.releaseAll())
 	}
 	return l, nil
 }
@@ -120,12 +112,6 @@ func (l *Loop) Sources() int {
 	return l.tab.count() - ownSources
 }
 
-// ownSources is the number of the Loop's own entries: wake, post, timer.
-const ownSources = 3
-
-// wakeUp makes a Poll in progress return, or the next one not block.
-func (l *Loop) wakeUp() { _ = l.wakeSet.SetReadiness(poll.Readable) }
-
 // Shutdown makes Run return once the handlers in progress have returned.
 // It is safe from any goroutine, also from a handler, any number of
 // times, before, during or after Run. A Loop that has been shut down stays
@@ -144,8 +130,7 @@ func (l *Loop) Shutdown() {
 }
 
 // Close shuts the Loop down and releases everything it made: every source
-// still on it is removed (its handler's Removed runs; a Conn is closed and
-// its ConnCloser told), then the Loop's own sources and its Poll are
+// still on it is removed (its handler's Removed runs), then the Loop's own sources and its Poll are
 // closed. If a Run is in progress, Close stops it and the release happens
 // as Run returns; Close does not wait for that. Closing twice returns an
 // error matching ErrClosed.
@@ -168,33 +153,24 @@ func (l *Loop) Close() error {
 	}
 	l.mu.Unlock()
 	l.Shutdown()
-	return l.release()
+	return l.releaseAll()
 }
 
-// release removes every source, Conns too (their Removed closes their
-// Streams), then closes the Loop's own sources and the Poll. No Run is
-// active, and none can start (closed is set).
-func (l *Loop) release() error {
+// releaseAll removes every source the caller added, then closes the Loop's
+// own sources and the Poll. No Run is active, and none can start (closed
+// is set).
+func (l *Loop) releaseAll() error {
 	var errs []error
 	l.tab.each(func(e *entry) {
 		s := e.state.Load()
-		if s&fLive == 0 || e.kind != kindUser && e.kind != kindConn {
+		if s&fLive == 0 || isOwn(e) {
 			return
 		}
 		if err := l.remove(e, stateGen(s)); err != nil && !errors.Is(err, ErrUnknownToken) {
 			errs = append(errs, err)
 		}
 	})
-	if l.postRx != nil {
-		errs = append(errs, ignoreClosed(l.postRx.Close()), ignoreClosed(l.postTx.Close()))
-	}
-	if l.wake != nil {
-		errs = append(errs, ignoreClosed(l.wake.Close()))
-	}
-	if l.tm != nil {
-		errs = append(errs, ignoreClosed(l.tm.Close()))
-	}
-	errs = append(errs, ignoreClosed(l.p.Close()))
+	errs = append(errs, l.closeOwnSources(), ignoreClosed(l.p.Close()))
 	return errors.Join(errs...)
 }
 

@@ -35,20 +35,3 @@ func (l *Loop) Post(f func(*Loop)) error {
 	}
 	return nil
 }
-
-// runPosted runs up to budget posted functions and reports how many it ran
-// and whether more are waiting. The Receiver is registered Edge: it is
-// reported again only once it has been drained to ErrEmpty, so when the
-// budget stops it early, the Loop queues it again itself (more).
-func (l *Loop) runPosted(budget int) (n int, more bool) {
-	for n < budget {
-		f, err := l.postRx.TryRecv()
-		if err != nil {
-			return n, false // ErrEmpty: the next Send is a new edge
-		}
-		n++
-		l.stats.tasks.Add(1)
-		f(l)
-	}
-	return n, true
-}

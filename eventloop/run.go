@@ -46,7 +46,7 @@ func (l *Loop) Run(ctx context.Context, h Handler) error {
 	rs := &runState{}
 	ws := make([]*worker, l.cfg.Workers)
 	for i := range ws {
-		ws[i] = newWorker(l, i)
+		ws[i] = newWorker(l, i, l.cfg.Workers > 1)
 	}
 	l.mu.Lock()
 	l.lastWorkers = ws
@@ -60,7 +60,7 @@ func (l *Loop) Run(ctx context.Context, h Handler) error {
 	}
 	stopWatch()
 	if l.endRun(ws) {
-		if rerr := l.release(); err == nil {
+		if rerr := l.releaseAll(); err == nil {
 			err = rerr
 		}
 	}
@@ -112,64 +112,6 @@ type runState struct {
 
 func (l *Loop) stopping(rs *runState) bool { return l.stop.Load() || rs.ctxDone.Load() }
 
-// runOne is Run with one worker: the goroutine that called Run owns the
-// run queue and does everything.
-func (l *Loop) runOne(rs *runState, h Handler, w *worker) error {
-	tick, _ := h.(Ticker)
-	// Entries that asked for Rearm in the last iteration wait in the run
-	// queue for the next Run.
-	defer w.flushNext()
-	for !l.stopping(rs) {
-		if err := l.iterate(w, h, tick, -1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// iterate is one iteration with one worker: the entries that asked for
-// Rearm and those triggered join the run queue, the Poll is asked (without
-// waiting if anything is queued), the events of sources registered on it
-// directly go to h, the Loop's own are dispatched within the budgets,
-// removals left to the Loop are finished, and Tick runs.
-func (l *Loop) iterate(w *worker, h Handler, tick Ticker, timeout time.Duration) error {
-	w.flushNext()
-	if l.kickN.Load() != 0 {
-		l.takeKicks()
-	}
-	if l.rq.n > 0 {
-		timeout = 0
-	}
-	n, err := l.p.Poll(w.events, timeout)
-	if err != nil {
-		return fmt.Errorf("eventloop: poll: %w", err)
-	}
-	l.stats.iterations.Add(1)
-	ours := 0
-	for i := range n {
-		ev := w.events.At(i)
-		if IsLoopToken(ev.Token) {
-			ours++
-		} else if h != nil {
-			h.Ready(l, ev)
-		}
-	}
-	if ours > 0 {
-		l.dispatchBatch(w, ours)
-	} else {
-		// Entries that asked for Rearm or were triggered are queued
-		// without an event of their own.
-		l.dispatch(w, l.cfg.MaxDispatchPerIteration, l.cfg.MaxEventsPerIteration)
-	}
-	if l.reapN.Load() != 0 {
-		l.drainReaps()
-	}
-	if tick != nil {
-		tick.Tick(l)
-	}
-	return nil
-}
-
 // RunOnce makes one iteration of the Loop on the caller's goroutine: one
 // Poll call that waits at most timeout (negative: until something is
 // ready; zero: not at all; it does not wait if handler calls are already
@@ -202,7 +144,7 @@ func (l *Loop) RunOnce(timeout time.Duration, h Handler) error {
 	}
 	l.active = true
 	if l.once == nil {
-		l.once = newWorker(l, 0)
+		l.once = newWorker(l, 0, false)
 	}
 	w := l.once
 	l.lastWorkers = []*worker{w}

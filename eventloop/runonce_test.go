@@ -10,8 +10,8 @@ import (
 )
 
 // RunOnce is one iteration on the caller's goroutine: it returns without
-// waiting when nothing is ready (timeout 0), dispatches what is, keeps a
-// Rearm for the next call, and refuses to run beside Run.
+// waiting when nothing is ready (timeout 0), dispatches what is, keeps an
+// Again for the next call, and refuses to run beside Run.
 func TestRunOnce(t *testing.T) {
 	l := newLoop(t, Config{})
 	src := newRegSource(t)
@@ -19,7 +19,7 @@ func TestRunOnce(t *testing.T) {
 	rec := &recorder{next: func(poll.Event) Action {
 		if rearms > 0 {
 			rearms--
-			return Rearm
+			return Again
 		}
 		return Keep
 	}}
@@ -33,7 +33,7 @@ func TestRunOnce(t *testing.T) {
 	require.NoError(t, src.set.SetReadiness(poll.Readable))
 	for want := 1; want <= 3; want++ {
 		// The first call from the edge, then one per RunOnce for each
-		// Rearm, without waiting even with a long timeout.
+		// Again, without waiting even with a long timeout.
 		start := time.Now()
 		require.NoError(t, l.RunOnce(time.Minute, h))
 		require.Less(t, time.Since(start), 30*time.Second)

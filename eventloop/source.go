@@ -10,7 +10,8 @@ import (
 type AddOption func(*addConfig)
 
 type addConfig struct {
-	prio int
+	prio    int
+	onToken func(poll.Token)
 }
 
 // Priority sets the source's priority (default 0). In each iteration the
@@ -21,6 +22,16 @@ type addConfig struct {
 // become ready meanwhile go before it.
 func Priority(p int) AddOption {
 	return func(c *addConfig) { c.prio = p }
+}
+
+// OnToken calls f with the source's token before the source is registered
+// with the Poll, so that no call of its handler can come before f has
+// stored the token where the handler, and the goroutines it hands the
+// source to, find it (Add returns the token too, but a call may come on
+// another worker before Add has returned). f must not call the Loop. If
+// Add fails, the token was never the source's.
+func OnToken(f func(t poll.Token)) AddOption {
+	return func(c *addConfig) { c.onToken = f }
 }
 
 // Add registers src with the Loop's Poll for interest in mode opts, under a
@@ -43,13 +54,14 @@ func (l *Loop) Add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 			f(&c)
 		}
 	}
-	return l.add(src, interest, opts, h, kindUser, c.prio, nil)
+	return l.add(src, interest, opts, h, nil, c)
 }
 
-// add puts a source on the Loop. bind, if not nil, learns the token and
-// entry before the incarnation is published (invariant 5), so that what
-// it stores is visible to every call.
-func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h SourceHandler, kind entryKind, prio int, bind func(poll.Token, *entry, uint32)) (poll.Token, error) {
+// add puts a source on the Loop: a caller's (h) or one of the Loop's own
+// (own). c.onToken, if not nil, learns the token before the incarnation
+// is published (invariant 5), so that what it stores is visible to every
+// call.
+func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h SourceHandler, own ownSource, c addConfig) (poll.Token, error) {
 	l.life.RLock()
 	defer l.life.RUnlock()
 	if l.closed.Load() {
@@ -59,13 +71,16 @@ func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 	if err != nil {
 		return 0, err
 	}
-	lvl := l.lvls.get(prio)
+	lvl := l.lvls.get(c.prio)
 	e.mu.Lock()
 	gen := stateGen(e.state.Load())
-	e.h, e.src, e.interest, e.opts, e.lvl, e.kind = h, src, interest, opts, lvl, kind
+	e.h, e.src, e.interest, e.opts, e.lvl = h, src, interest, opts, lvl
+	if own != nil {
+		e.own = own // the first entries of a new table, never freed (own.go)
+	}
 	tok := makeToken(e.idx, gen)
-	if bind != nil {
-		bind(tok, e, gen)
+	if c.onToken != nil {
+		c.onToken(tok)
 	}
 	e.state.Store(uint64(gen)<<genShift | fLive) // publishes the fields (invariant 5)
 	if err := l.p.Register(src, tok, interest, opts); err != nil {
@@ -87,7 +102,7 @@ func (l *Loop) entryOf(tok poll.Token) (*entry, uint32, error) {
 		return nil, 0, errZeroLoop
 	}
 	e, gen := l.tab.lookup(tok)
-	if e == nil || e.kind != kindUser {
+	if e == nil || isOwn(e) {
 		return nil, 0, fmt.Errorf("%w: %#x", ErrUnknownToken, uint64(tok))
 	}
 	return e, gen, nil
@@ -126,10 +141,16 @@ func (l *Loop) rearmLocked(e *entry, gen uint32) error {
 	return l.p.Reregister(e.src, tok, e.interest, e.opts)
 }
 
-// reinterest changes the interest of a live entry (a Conn's, from its own
-// call), keeping invariant 4: under entry.mu, and the new interest is the
-// one Rearm restores.
-func (l *Loop) reinterest(e *entry, gen uint32, interest poll.Ready) error {
+// SetInterest changes the interest the source of token t is registered
+// with (Add's interest), from any goroutine, also from its handler: a
+// Conn of package netloop asks for Writable only while output waits. A
+// disarmed source keeps its registration off, and Rearm registers it with
+// the new interest.
+func (l *Loop) SetInterest(t poll.Token, interest poll.Ready) error {
+	e, gen, err := l.entryOf(t)
+	if err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.liveAt(gen)

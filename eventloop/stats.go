@@ -10,8 +10,8 @@ type Stats struct {
 	Calls uint64
 	// Tasks is the number of posted functions run.
 	Tasks uint64
-	// Timers is the number of timeouts that ran (AfterFunc functions and
-	// Conn deadline checks).
+	// Timers is the number of AfterFunc functions that ran (netloop's
+	// Conn deadline checks among them).
 	Timers uint64
 	// Stale counts events for sources that had been removed by the time
 	// the event was routed or its turn came (their token's generation was
@@ -20,20 +20,17 @@ type Stats struct {
 	// Dropped counts queued calls dropped because their source was
 	// disarmed or removed before its turn came.
 	Dropped uint64
-	// ActionErrors counts Rearm and Disarm actions whose Reregister failed;
-	// each removed its source.
+	// ActionErrors counts Again and Disarm actions whose Reregister
+	// failed; each removed its source.
 	ActionErrors uint64
-	// AcceptPauses counts the times a Group listener on this Loop paused
-	// accepting after accept failed (out of descriptors, typically).
-	AcceptPauses uint64
 	// WorkerCalls is, per worker of the last Run, the handler calls it
 	// made: how evenly several workers shared the load.
 	WorkerCalls []uint64
 }
 
 type stats struct {
-	iterations, tasks, timers, stale, dropped, actionErrors, acceptPauses atomic.Uint64
-	callsDone                                                             atomic.Uint64 // calls of the workers of earlier Runs
+	iterations, tasks, timers, stale, dropped, actionErrors atomic.Uint64
+	callsDone                                               atomic.Uint64 // calls of the workers of earlier Runs
 }
 
 // counter is a counter with one writer: it increments with a load and a
@@ -57,7 +54,6 @@ func (l *Loop) Stats() Stats {
 		Stale:        s.stale.Load(),
 		Dropped:      s.dropped.Load(),
 		ActionErrors: s.actionErrors.Load(),
-		AcceptPauses: s.acceptPauses.Load(),
 	}
 	l.mu.Lock()
 	for _, w := range l.lastWorkers {

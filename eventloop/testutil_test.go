@@ -3,7 +3,6 @@ package eventloop
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -107,6 +106,3 @@ func pipe(t testing.TB) (r, w int) {
 }
 
 var _ poll.Evented = poll.Fd(0)
-
-// runtimeGosched lets other goroutines run in a polling wait.
-func runtimeGosched() { runtime.Gosched() }

@@ -23,26 +23,26 @@ func (l *Loop) Trigger(t poll.Token) error {
 	return nil
 }
 
-// trigger hands an item to the run-queue owner through the kicks list,
-// and wakes the Loop to take it.
+// trigger hands an item to the run-queue owner through the triggers
+// list, and wakes the Loop to take it.
 func (l *Loop) trigger(e *entry, gen uint32) {
-	l.kickMu.Lock()
-	l.kicks = append(l.kicks, item{e, gen})
-	l.kickMu.Unlock()
-	l.kickN.Add(1)
+	l.triggerMu.Lock()
+	l.triggers = append(l.triggers, item{e, gen})
+	l.triggerMu.Unlock()
+	l.triggerN.Add(1)
 	l.wakeUp()
 }
 
-// takeKicks moves the triggered entries into the run queue. Run-queue
+// takeTriggers moves the triggered entries into the run queue. Run-queue
 // owner only; with several workers, Loop.mu is held.
-func (l *Loop) takeKicks() {
-	l.kickMu.Lock()
-	kicks := l.kicks
-	l.kicks = l.kicksSpare[:0]
-	l.kickMu.Unlock()
-	l.kickN.Add(-int32(len(kicks)))
-	for i, it := range kicks {
-		kicks[i] = item{}
+func (l *Loop) takeTriggers() {
+	l.triggerMu.Lock()
+	triggers := l.triggers
+	l.triggers = l.triggersSpare[:0]
+	l.triggerMu.Unlock()
+	l.triggerN.Add(-int32(len(triggers)))
+	for i, it := range triggers {
+		triggers[i] = item{}
 		s, ok := it.e.liveAt(it.gen)
 		switch {
 		case !ok:
@@ -53,5 +53,5 @@ func (l *Loop) takeKicks() {
 			l.rq.enqueue(it.e, it.gen, 0)
 		}
 	}
-	l.kicksSpare = kicks[:0]
+	l.triggersSpare = triggers[:0]
 }

@@ -1,12 +1,6 @@
 package eventloop
 
-import (
-	"fmt"
-	"sync"
-	"time"
-
-	"github.com/unipoll/unipoll/poll"
-)
+import "sync"
 
 // Several workers serve one Loop as leaders and followers. Everything
 // below is guarded by Loop.mu, which also guards the run queue while they
@@ -35,7 +29,7 @@ import (
 //	    something ready) would otherwise poll and run everything itself, as
 //	    the most recently woken waiter does under the kernel's exclusive
 //	    wake-ups (EPOLLEXCLUSIVE).
-//	W3. A claim and a release happen under Loop.mu. An event routed for an
+//	W3. A claim and a release (engine.go) happen under Loop.mu. An event routed for an
 //	    entry that is running sets entry.again instead of queueing it; the
 //	    release requeues it. So a handler never runs twice at once and no
 //	    event that arrives during a call is lost.
@@ -173,20 +167,22 @@ func (m *workers) serve(w *worker, rs *runState, h Handler) {
 			m.poll(w, h) // on failure m.failed ends the loop
 			used, evUsed = 0, 0
 		case l.rq.n > 0 && !(spent && m.leader == nil):
-			e, gen, r, ok := m.claimLocked()
+			e, gen, r, ok := l.claim()
 			if !ok {
 				continue
 			}
 			w.idleTurn = false
 			m.wakeHelperLocked(0)
 			l.mu.Unlock()
-			n, more := l.call(w, e, gen, r, max(budget-used, 1))
+			n, more, event := l.call(w, e, gen, r, max(budget-used, 1))
 			used += n
-			if e.kind == kindUser {
+			if event {
 				evUsed++
 			}
 			l.mu.Lock()
-			m.releaseLocked(e, gen, r, more)
+			if l.release(w, e, gen, r, more) {
+				m.wakeHelperLocked(1)
+			}
 			if streak++; streak >= workerShare && (m.helping > 0 || len(m.idle) > 0) {
 				streak = 0
 				m.handOverLocked(w)
@@ -260,26 +256,16 @@ func (m *workers) poll(w *worker, h Handler) {
 		m.raw.Unlock()
 		l.mu.Lock()
 	}
-	timeout := time.Duration(-1)
-	if l.rq.n > 0 {
-		timeout = 0
-	}
-	l.mu.Unlock()
-	n, err := l.p.Poll(w.events, timeout)
-	l.mu.Lock()
+	n, err := l.pollStep(w, -1)
 	m.leader = nil
 	m.polls++
 	if err != nil {
 		if m.failed == nil {
-			m.failed = fmt.Errorf("eventloop: poll: %w", err)
+			m.failed = err
 		}
 		return
 	}
-	l.stats.iterations.Add(1)
-	if l.kickN.Load() != 0 {
-		l.takeKicks()
-	}
-	raw := m.routeLocked(w, n)
+	raw := l.routeBatch(w, n)
 	m.promoteLocked()
 	m.wakeHelperLocked(1)
 	if raw || l.reapN.Load() != 0 {
@@ -290,62 +276,6 @@ func (m *workers) poll(w *worker, h Handler) {
 		l.drainReaps()
 		l.mu.Lock()
 	}
-}
-
-// claimLocked pops the run queue's first item and claims its entry (W3).
-// It reports false if the item was stale, the entry is running (then
-// entry.again keeps the event), removed or disarmed.
-func (m *workers) claimLocked() (e *entry, gen uint32, r poll.Ready, ok bool) {
-	l := m.l
-	it := l.rq.pop()
-	e, gen = it.e, it.gen
-	s := e.state.Load()
-	if stateGen(s) != gen {
-		l.stats.stale.Add(1)
-		return nil, 0, 0, false // an item of an earlier incarnation (invariant 1)
-	}
-	e.queued = false
-	if s&fRunning != 0 {
-		e.again = true
-		return nil, 0, 0, false
-	}
-	r = e.ready
-	e.ready = 0
-	if !claimable(s, gen) || !e.state.CompareAndSwap(s, s|fRunning) {
-		l.stats.dropped.Add(1)
-		return nil, 0, 0, false
-	}
-	return e, gen, r, true
-}
-
-// routeLocked queues the entries a batch names (W3 for those running). It
-// reports whether the batch has events for Run's Handler.
-func (m *workers) routeLocked(w *worker, n int) (raw bool) {
-	l := m.l
-	for i := range n {
-		ev := w.events.At(i)
-		if !IsLoopToken(ev.Token) {
-			raw = true
-			continue
-		}
-		e, gen := l.tab.lookup(ev.Token)
-		if e == nil {
-			l.stats.stale.Add(1)
-			continue
-		}
-		s, ok := e.liveAt(gen)
-		if !ok {
-			l.stats.stale.Add(1)
-			continue
-		}
-		if s&fRunning != 0 {
-			e.ready |= ev.Ready
-			e.again = true
-			continue
-		}
-		l.rq.enqueue(e, gen, ev.Ready)
-	}
-	return raw
 }
 
 // dispatchRaw gives the batch's events for sources registered on Poll
@@ -360,29 +290,6 @@ func (m *workers) dispatchRaw(w *worker, h Handler) {
 		if ev := w.events.At(i); !IsLoopToken(ev.Token) {
 			h.Ready(m.l, ev)
 		}
-	}
-}
-
-// releaseLocked ends a call (W3): the entry is queued again if it asked
-// for it or an event came meanwhile, and finished if it was removed.
-func (m *workers) releaseLocked(e *entry, gen uint32, r poll.Ready, more bool) {
-	l := m.l
-	again := e.again
-	e.again = false
-	if e.release() {
-		h := l.freeLocked(e)
-		l.mu.Unlock()
-		l.removed(e, h, gen)
-		l.mu.Lock()
-		return
-	}
-	if more {
-		l.rq.enqueue(e, gen, r)
-	} else if again {
-		l.rq.enqueue(e, gen, 0)
-	}
-	if more || again {
-		m.wakeHelperLocked(1)
 	}
 }
 

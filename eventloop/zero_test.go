@@ -19,8 +19,6 @@ func TestZeroValues(t *testing.T) {
 			require.ErrorIs(t, l.RunOnce(0, nil), ErrInvalidArgument)
 			_, err := l.Add(poll.Fd(0), poll.Readable, poll.Edge, SourceFunc(func(*Loop, poll.Event) Action { return Keep }))
 			require.ErrorIs(t, err, ErrInvalidArgument)
-			_, err = l.AddConn(nil, nil, ConnConfig{})
-			require.ErrorIs(t, err, ErrInvalidArgument)
 			require.ErrorIs(t, l.Rearm(1<<63), ErrInvalidArgument)
 			require.ErrorIs(t, l.Disarm(1<<63), ErrInvalidArgument)
 			require.ErrorIs(t, l.Remove(1<<63), ErrInvalidArgument)
@@ -30,36 +28,7 @@ func TestZeroValues(t *testing.T) {
 			l.Shutdown()
 			require.Zero(t, l.WakePollers(3))
 			require.Zero(t, l.Sources())
-			require.Zero(t, l.Conns())
 			require.Equal(t, Stats{}, l.Stats())
-		})
-	}
-	for name, c := range map[string]*Conn{"nil": nil, "zero": {}} {
-		t.Run(name+" Conn", func(t *testing.T) {
-			_, err := c.Write([]byte("x"))
-			require.ErrorIs(t, err, ErrInvalidArgument)
-			_, err = c.WriteString("x")
-			require.ErrorIs(t, err, ErrInvalidArgument)
-			require.ErrorIs(t, c.Async(func(*Conn) {}), ErrInvalidArgument)
-			require.True(t, c.Closed())
-			require.Zero(t, c.Queued())
-			require.Zero(t, c.Buffered())
-			require.Zero(t, c.Token())
-			require.Nil(t, c.Loop())
-			require.Nil(t, c.Stream())
-			c.Flush()
-			c.Close()
-			c.CloseWrite()
-			c.Abort(nil)
-			c.PauseRead()
-			c.ResumeRead()
-		})
-	}
-	for name, g := range map[string]*Group{"nil": nil, "zero": {}} {
-		t.Run(name+" Group", func(t *testing.T) {
-			require.Empty(t, g.Loops())
-			require.ErrorIs(t, g.Run(context.Background(), nil), ErrInvalidArgument)
-			g.Shutdown()
 		})
 	}
 	// Nil functions in non-nil interfaces are refused too.

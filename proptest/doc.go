@@ -81,7 +81,7 @@
 // (Conns on unix socket pairs: writes up to the bound and one past it,
 // Close, Abort, PauseRead, ResumeRead, the peer's sends, reads and
 // shutdowns; output and input conserved byte for byte, back pressure by
-// the water marks, open or closed, ConnCloser's error, checked after every
+// the water marks, open or closed, CloseHandler's error, checked after every
 // step).
 //
 // # The properties

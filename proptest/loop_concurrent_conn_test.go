@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -25,7 +26,7 @@ import (
 
 // loopConcConn is the Conn of TestLoopConcurrent and its handler.
 type loopConcConn struct {
-	c        *eventloop.Conn
+	c        *netloop.Conn
 	peer     *socket.UnixConn
 	inside   atomic.Int32
 	bad      atomic.Pointer[string]
@@ -45,14 +46,14 @@ func (cc *loopConcConn) enter() {
 	}
 }
 
-func (cc *loopConcConn) Data(c *eventloop.Conn, in []byte) int {
+func (cc *loopConcConn) Data(c *netloop.Conn, in []byte) int {
 	cc.enter()
 	cc.got.Add(int64(len(in)))
 	cc.inside.Add(-1)
 	return len(in)
 }
 
-func (cc *loopConcConn) Closed(c *eventloop.Conn, err error) {
+func (cc *loopConcConn) Closed(c *netloop.Conn, err error) {
 	if err != nil {
 		cc.fail("closed with " + err.Error())
 	}
@@ -70,9 +71,9 @@ func addConcConn(t *rapid.T, l *eventloop.Loop, goroutines int) *loopConcConn {
 		t.Fatalf("socket.Pair: %v", err)
 	}
 	cc := &loopConcConn{peer: b, last: make([]int, goroutines)}
-	if cc.c, err = l.AddConn(a, cc, eventloop.ConnConfig{}); err != nil {
+	if cc.c, err = netloop.Add(l, a, cc, netloop.Config{}); err != nil {
 		_ = b.Close()
-		t.Fatalf("AddConn: %v", err)
+		t.Fatalf("netloop.Add: %v", err)
 	}
 	return cc
 }
@@ -80,7 +81,7 @@ func addConcConn(t *rapid.T, l *eventloop.Loop, goroutines int) *loopConcConn {
 // async hands the Conn goroutine g's function number seq.
 func (cc *loopConcConn) async(g, seq int) {
 	cc.sent.Add(1)
-	err := cc.c.Async(func(*eventloop.Conn) {
+	err := cc.c.Async(func(*netloop.Conn) {
 		cc.enter()
 		if seq <= cc.last[g] {
 			cc.fail("a goroutine's Async functions ran out of order")

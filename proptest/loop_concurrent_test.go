@@ -227,7 +227,7 @@ func loopConcurrent(backend string) func(*rapid.T) {
 		for i := range srcs {
 			s := &loopConcSrc{run: run, entered: make(chan struct{}, 1), released: make(chan struct{}, 1)}
 			s.reg, s.set = poll.NewRegistration()
-			s.action.Store(uint32(rapid.SampledFrom([]eventloop.Action{eventloop.Keep, eventloop.Keep, eventloop.Rearm}).Draw(t, "action")))
+			s.action.Store(uint32(rapid.SampledFrom([]eventloop.Action{eventloop.Keep, eventloop.Keep, eventloop.Again}).Draw(t, "action")))
 			opts := rapid.SampledFrom([]poll.PollOpt{poll.Edge, poll.Level}).Draw(t, "opts")
 			s.level = opts == poll.Level
 			s.prio = rapid.IntRange(0, 2).Draw(t, "priority")

@@ -16,6 +16,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
@@ -57,7 +58,7 @@ type closedAt struct {
 	err error
 }
 
-func (h *timedConn) Data(c *eventloop.Conn, in []byte) int {
+func (h *timedConn) Data(c *netloop.Conn, in []byte) int {
 	now := time.Now()
 	h.mu.Lock()
 	for _, b := range in {
@@ -67,10 +68,10 @@ func (h *timedConn) Data(c *eventloop.Conn, in []byte) int {
 	return len(in)
 }
 
-func (h *timedConn) Closed(c *eventloop.Conn, err error) { h.closed <- closedAt{time.Now(), err} }
+func (h *timedConn) Closed(c *netloop.Conn, err error) { h.closed <- closedAt{time.Now(), err} }
 
 // timedPair connects a Conn's Stream to a blocking peer, over unix or TCP.
-func timedPair(t *rapid.T, transport string) (eventloop.Stream, net.Conn) {
+func timedPair(t *rapid.T, transport string) (netloop.Stream, net.Conn) {
 	if transport == "unix" {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -170,9 +171,9 @@ func connDeadlineTiming(t *rapid.T, backend string) {
 	pr := startProbes(t, l, tick)
 	h := &timedConn{dataAt: map[byte]time.Time{}, wroteAt: map[byte]time.Time{}, closed: make(chan closedAt, 1)}
 	added0 := time.Now()
-	c, err := l.AddConn(s, h, eventloop.ConnConfig{ReadTimeout: readTimeout, IdleTimeout: idleTimeout})
+	c, err := netloop.Add(l, s, h, netloop.Config{ReadTimeout: readTimeout, IdleTimeout: idleTimeout})
 	if err != nil {
-		t.Fatalf("AddConn: %v", err)
+		t.Fatalf("netloop.Add: %v", err)
 	}
 	added1 := time.Now()
 	sentAt := map[byte]time.Time{}
@@ -184,7 +185,7 @@ func connDeadlineTiming(t *rapid.T, backend string) {
 			_, _ = peer.Write([]byte{b}) // fails once the Conn is closed
 		}
 		if st.echo {
-			_ = c.Async(func(c *eventloop.Conn) {
+			_ = c.Async(func(c *netloop.Conn) {
 				now := time.Now()
 				if _, err := c.Write([]byte{b}); err == nil {
 					h.mu.Lock()
@@ -236,11 +237,11 @@ func connDeadlineTiming(t *rapid.T, backend string) {
 	what := fmt.Sprintf("a Conn with ReadTimeout %v and IdleTimeout %v (%s, %d workers, wheel tick %v), steps %+v, closed with %v",
 		readTimeout, idleTimeout, transport, workers, tick, steps, got.err)
 	switch {
-	case errors.Is(got.err, eventloop.ErrReadTimeout) && readTimeout > 0:
+	case errors.Is(got.err, netloop.ErrReadTimeout) && readTimeout > 0:
 		if early := readLo.Add(readTimeout).Sub(got.at); early > 0 {
 			t.Fatalf("%s %v before ReadTimeout after its last input", what, early)
 		}
-	case errors.Is(got.err, eventloop.ErrIdleTimeout) && idleTimeout > 0:
+	case errors.Is(got.err, netloop.ErrIdleTimeout) && idleTimeout > 0:
 		if early := activeLo.Add(idleTimeout).Sub(got.at); early > 0 {
 			t.Fatalf("%s %v before IdleTimeout after its last input or output", what, early)
 		}

@@ -25,7 +25,7 @@ import (
 // poll contract for descriptors has its own model in model_fd.go). For
 // each iteration the model derives, from the poll contract, which sources
 // the Poll reports (rule 3 for Level, rule 2 for Edge, rule 4 for Oneshot,
-// rule 5 after a Reregister), adds those a Rearm action or a Trigger
+// rule 5 after a Reregister), adds those an Again action or a Trigger
 // queued, and keeps them as pending calls, as the Loop's run queue does.
 // Then:
 //
@@ -47,6 +47,12 @@ import (
 // reached (and dropped) or is still queued. The model then keeps it as a
 // possible call (pendMaybe), which a later iteration may make (after a
 // Rearm) or not.
+//
+// Conns count against the cap as every source does, but the model sees
+// how many of their calls an iteration made (Stats.Calls), not which. At
+// the cap with Conns called, the last call may have been a Conn's of a
+// lower priority than the sources called: a disabled source no higher
+// than the lowest of those is then a possible call too.
 
 // pendState is a source's pending call in the Loop's run queue.
 type pendState uint8
@@ -73,7 +79,7 @@ type loopSrc struct {
 	pollArmed bool // registered with Readable interest (not spent by Oneshot, not disarmed)
 	owed      bool // Edge: an edge the Poll has not reported yet
 	disarmed  bool // the Loop's own flag: no calls
-	requeued  bool // a Rearm action of an armed source: queued for the next iteration
+	requeued  bool // an Again action of an armed source: queued for the next iteration
 	triggered bool // Trigger: queued for the next iteration
 	removed   bool
 	pend      pendState

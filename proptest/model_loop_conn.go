@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -34,7 +35,7 @@ import (
 //     MaxReadBuffer;
 //   - back pressure: Pressure(true) came exactly when the queue went above
 //     HighWater, Pressure(false) when it fell to LowWater or less;
-//   - open or closed: Closed, Loop.Conns, one ConnCloser call with the
+//   - open or closed: Closed, netloop.Conns, one CloseHandler call with the
 //     error the model expects.
 //
 // After an iteration that had to call the Conn (an outside Write, Close,
@@ -51,13 +52,13 @@ var errAbort = errors.New("proptest: Abort")
 // loopConn is the model of one Conn and its peer.
 type loopConn struct {
 	label string
-	c     *eventloop.Conn
+	c     *netloop.Conn
 	fd    int // the Conn's descriptor; not to be used once it is closed
 	peer  *socket.UnixConn
 	pfd   int
 	prio  int
 
-	max, maxRead, high, low int // the ConnConfig in effect
+	max, maxRead, high, low int // the netloop.Config in effect
 
 	out      []byte // every byte a Write took, in order
 	outRead  int    // how many of them the peer has read
@@ -110,7 +111,7 @@ func (h *loopConnHandler) strayf(format string, args ...any) {
 	h.w.stray = append(h.w.stray, h.lc.label+": "+fmt.Sprintf(format, args...))
 }
 
-func (h *loopConnHandler) Data(c *eventloop.Conn, in []byte) int {
+func (h *loopConnHandler) Data(c *netloop.Conn, in []byte) int {
 	lc := h.lc
 	switch {
 	case !h.w.inIter:
@@ -136,7 +137,7 @@ func (h *loopConnHandler) Data(c *eventloop.Conn, in []byte) int {
 	return k
 }
 
-func (h *loopConnHandler) Pressure(c *eventloop.Conn, high bool) {
+func (h *loopConnHandler) Pressure(c *netloop.Conn, high bool) {
 	lc := h.lc
 	q := c.Queued()
 	switch {
@@ -153,17 +154,17 @@ func (h *loopConnHandler) Pressure(c *eventloop.Conn, high bool) {
 	}
 }
 
-func (h *loopConnHandler) ReadClosed(c *eventloop.Conn) {
+func (h *loopConnHandler) ReadClosed(c *netloop.Conn) {
 	lc := h.lc
 	if !h.w.inIter || !lc.peerShut || lc.eof {
 		h.strayf("ReadClosed (in an iteration %v, the peer shut %v, already %v)", h.w.inIter, lc.peerShut, lc.eof)
 	}
 	lc.eof = true
 	lc.closing = true
-	c.Close() // as a Conn without ConnEOF does
+	c.Close() // as a Conn without an EOFHandler does
 }
 
-func (h *loopConnHandler) Closed(c *eventloop.Conn, err error) {
+func (h *loopConnHandler) Closed(c *netloop.Conn, err error) {
 	if !h.w.inIter && !h.w.closing {
 		h.strayf("Closed outside RunOnce and Close")
 	}
@@ -205,7 +206,7 @@ func (w *loopWorld) connWrite(lc *loopConn, how string, b []byte) string {
 			return fmt.Sprintf("%s of %d bytes on a closed Conn = %d, %v, want ErrClosed", how, len(b), n, err)
 		}
 	case q+len(b) > lc.max:
-		if !errors.Is(err, eventloop.ErrWriteQueueFull) || n != 0 || lc.c.Queued() != q {
+		if !errors.Is(err, netloop.ErrWriteQueueFull) || n != 0 || lc.c.Queued() != q {
 			return fmt.Sprintf("%s of %d bytes with %d queued, MaxWriteQueue %d = %d, %v (%d queued after), want ErrWriteQueueFull",
 				how, len(b), q, lc.max, n, err, lc.c.Queued())
 		}
@@ -226,7 +227,7 @@ const loopMaxConns = 3
 
 // ConnAdd puts a Conn on the Loop, over a unix socket pair whose Conn end
 // has a small send buffer (so that output queues), with a drawn
-// ConnConfig, priority and handler policy.
+// netloop.Config, priority and handler policy.
 func (w *loopWorld) ConnAdd(t *rapid.T) {
 	open := 0
 	for _, lc := range w.conns {
@@ -259,12 +260,12 @@ func (w *loopWorld) ConnAdd(t *rapid.T) {
 	if err := unix.SetsockoptInt(lc.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1); err != nil { // the least the kernel allows
 		w.fatalf(t, "SO_SNDBUF: %v", err)
 	}
-	cfg := eventloop.ConnConfig{MaxWriteQueue: lc.max, HighWater: lc.high, LowWater: low, MaxReadBuffer: lc.maxRead, ReadsPerCall: perCall}
-	lc.c, err = w.l.AddConn(a, &loopConnHandler{w, lc}, cfg, eventloop.Priority(lc.prio))
-	w.logf("AddConn(%s, %+v, priority %d, consumes %s, echo %v) = %v", lc.label, cfg, lc.prio, lc.consume, lc.echo, err)
+	cfg := netloop.Config{MaxWriteQueue: lc.max, HighWater: lc.high, LowWater: low, MaxReadBuffer: lc.maxRead, ReadsPerCall: perCall}
+	lc.c, err = netloop.Add(w.l, a, &loopConnHandler{w, lc}, cfg, eventloop.Priority(lc.prio))
+	w.logf("netloop.Add(%s, %+v, priority %d, consumes %s, echo %v) = %v", lc.label, cfg, lc.prio, lc.consume, lc.echo, err)
 	if err != nil {
 		_ = b.Close()
-		w.fatalf(t, "AddConn: %v", err)
+		w.fatalf(t, "netloop.Add: %v", err)
 	}
 	w.conns = append(w.conns, lc)
 }

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 
-	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 )
 
 // The checks of the Conns of the Loop's state machine (the list is in
@@ -45,7 +45,7 @@ func (w *loopWorld) checkConns(t *rapid.T) {
 	open := 0
 	for _, lc := range w.conns {
 		if want := btoi(lc.closed); len(lc.closedErrs) != want {
-			w.fatalf(t, "%s: ConnCloser called %d times, want %d", lc.label, len(lc.closedErrs), want)
+			w.fatalf(t, "%s: CloseHandler called %d times, want %d", lc.label, len(lc.closedErrs), want)
 		}
 		if lc.c.Closed() != lc.closed {
 			w.fatalf(t, "%s: Closed() = %v, want %v", lc.label, lc.c.Closed(), lc.closed)
@@ -76,8 +76,8 @@ func (w *loopWorld) checkConns(t *rapid.T) {
 			w.fatalf(t, "%s: reading not paused with %d queued, HighWater %d", lc.label, q, lc.high)
 		}
 	}
-	if n := w.l.Conns(); n != open {
-		w.fatalf(t, "Loop.Conns() = %d, want %d", n, open)
+	if n := netloop.Conns(w.l); n != open {
+		w.fatalf(t, "netloop.Conns(Loop) = %d, want %d", n, open)
 	}
 }
 
@@ -150,7 +150,7 @@ func (w *loopWorld) checkConnIteration(t *rapid.T, before []connState, reached f
 func (w *loopWorld) connClosed(t *rapid.T, lc *loopConn) {
 	lc.closed, lc.must = true, false
 	if len(lc.closedErrs) != 1 {
-		w.fatalf(t, "%s: closed, ConnCloser called %d times", lc.label, len(lc.closedErrs))
+		w.fatalf(t, "%s: closed, CloseHandler called %d times", lc.label, len(lc.closedErrs))
 	}
 	err := lc.closedErrs[0]
 	w.logf("%s closed: %v", lc.label, err)
@@ -159,7 +159,7 @@ func (w *loopWorld) connClosed(t *rapid.T, lc *loopConn) {
 		if !errors.Is(err, errAbort) {
 			w.fatalf(t, "%s: closed with %v after Abort(%v)", lc.label, err, errAbort)
 		}
-	case errors.Is(err, eventloop.ErrReadBufferFull):
+	case errors.Is(err, netloop.ErrReadBufferFull):
 		if lc.lastLen != lc.maxRead || lc.lastTook != 0 {
 			w.fatalf(t, "%s: closed with ErrReadBufferFull, Data's last call was handed %d bytes (MaxReadBuffer %d) and consumed %d",
 				lc.label, lc.lastLen, lc.maxRead, lc.lastTook)
@@ -182,7 +182,7 @@ func (w *loopWorld) closeConns(t *rapid.T) {
 			continue
 		}
 		if !lc.c.Closed() || len(lc.closedErrs) != 1 {
-			w.fatalf(t, "%s: after the Loop's Close, Closed() = %v and ConnCloser called %d times", lc.label, lc.c.Closed(), len(lc.closedErrs))
+			w.fatalf(t, "%s: after the Loop's Close, Closed() = %v and CloseHandler called %d times", lc.label, lc.c.Closed(), len(lc.closedErrs))
 		}
 		if err := lc.closedErrs[0]; lc.aborted && !errors.Is(err, errAbort) || !lc.aborted && err != nil {
 			w.fatalf(t, "%s: closed by the Loop's Close with %v (aborted %v)", lc.label, err, lc.aborted)

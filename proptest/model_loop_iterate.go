@@ -47,9 +47,12 @@ func (w *loopWorld) Iterate(t *rapid.T) {
 		}
 	}
 	before := w.connStates()
+	callsBefore := w.l.Stats().Calls
 	w.inIter = true
 	err := w.l.RunOnce(0, nil)
 	w.inIter = false
+	handlerCalls := int(w.l.Stats().Calls - callsBefore) // the sources' and the Conns'
+
 	calls := w.calls
 	w.calls = nil
 	var seen []string
@@ -68,17 +71,21 @@ func (w *loopWorld) Iterate(t *rapid.T) {
 	if len(w.stray) > 0 {
 		w.fatalf(t, "unexpected handler calls: %v", w.stray)
 	}
-	atCap, lowest := w.checkIteration(t, calls)
+	atCap, lowest, anyMade := w.checkIteration(t, calls, handlerCalls)
 	// At the cap, the run queue stopped after the last call made, of the
-	// lowest priority made: a Conn of a higher one was reached, one of a
-	// lower one was not, one of the same is not known.
-	w.checkConnIteration(t, before, func(prio int) bool { return !atCap || prio > lowest })
+	// lowest priority made: a Conn of a higher priority than a source
+	// called was reached; of the others it is not known.
+	w.checkConnIteration(t, before, func(prio int) bool { return !atCap || anyMade && prio > lowest })
 }
 
 // checkIteration checks an iteration's calls against the pending calls
-// and then applies their actions to the model. It reports whether the
-// calls reached the cap, and the lowest priority called.
-func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) (atCap bool, lowest int) {
+// and then applies their actions to the model. handlerCalls is how many
+// calls the Loop counted, the Conns' among them: each counts against the
+// cap, though the model does not see which Conns they were for. It
+// reports whether the calls reached the cap, and whether a source was
+// called and the lowest priority of those called (a Conn called after it
+// may have had a lower one).
+func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall, handlerCalls int) (atCap bool, lowest int, anyMade bool) {
 	called := map[*loopSrc]bool{}
 	var made []*loopSrc
 	for i, c := range calls {
@@ -112,35 +119,44 @@ func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) (atCap bool, lo
 		called[s] = true
 		made = append(made, s)
 	}
-	atCap = w.cap > 0 && len(made) == w.cap
-	if w.cap > 0 && len(made) > w.cap {
-		w.fatalf(t, "%d calls in one iteration, cap %d", len(made), w.cap)
+	connCalls := handlerCalls - len(made)
+	if connCalls < 0 || len(w.conns) == 0 && connCalls != 0 {
+		w.fatalf(t, "the Loop counted %d calls, the sources saw %d", handlerCalls, len(made))
 	}
-	if len(made) > 0 {
+	atCap = w.cap > 0 && handlerCalls == w.cap
+	if w.cap > 0 && handlerCalls > w.cap {
+		w.fatalf(t, "%d calls in one iteration (%d of Conns), cap %d", handlerCalls, connCalls, w.cap)
+	}
+	anyMade = len(made) > 0
+	if anyMade {
 		lowest = made[len(made)-1].prio
 	}
+	// Whether the last call made is known to be of priority lowest: with
+	// Conns called it may have been a Conn's, of a lower one.
+	exact := connCalls == 0
 	for _, s := range w.live() {
 		if called[s] || s.pend == pendNone {
 			continue
 		}
 		enabled := !s.disarmed
+		passed := !atCap || anyMade && s.prio > lowest // the run queue got past its priority
 		switch {
 		case enabled && s.pend == pendMust && !atCap:
 			w.fatalf(t, "%s had a call pending and was not called, below the cap", s.label)
-		case enabled && s.pend == pendMust && s.prio > lowest:
+		case enabled && s.pend == pendMust && passed:
 			w.fatalf(t, "%s (priority %d) was left waiting behind a call of priority %d", s.label, s.prio, lowest)
-		case enabled && (!atCap || s.prio > lowest):
-			s.pend = pendNone // a possible call that would have been made: it was not queued
-		case !enabled && (!atCap || s.prio > lowest):
-			s.pend = pendNone // reached and dropped
-		case !enabled && s.prio == lowest:
+		case passed:
+			// Enabled: a possible call that would have been made was not
+			// queued. Disabled: reached and dropped.
+			s.pend = pendNone
+		case !enabled && (s.prio == lowest || !exact):
 			s.pend = pendMaybe // dropped, or still behind the last call made
 		}
 	}
 	for _, s := range made {
 		s.pend = pendNone
 		switch s.action {
-		case eventloop.Rearm:
+		case eventloop.Again:
 			if s.opts.IsOneshot() {
 				s.reregistered()
 			} else {
@@ -156,5 +172,5 @@ func (w *loopWorld) checkIteration(t *rapid.T, calls []loopCall) (atCap bool, lo
 			_ = s.reg.Close()
 		}
 	}
-	return atCap, lowest
+	return atCap, lowest, anyMade
 }

@@ -75,7 +75,7 @@ func (w *loopWorld) Unset(t *rapid.T) {
 
 func (w *loopWorld) Action(t *rapid.T) {
 	s := w.pick(t, false)
-	s.action = rapid.SampledFrom([]eventloop.Action{eventloop.Keep, eventloop.Keep, eventloop.Rearm, eventloop.Rearm,
+	s.action = rapid.SampledFrom([]eventloop.Action{eventloop.Keep, eventloop.Keep, eventloop.Again, eventloop.Again,
 		eventloop.Disarm, eventloop.Remove}).Draw(t, "action")
 	w.logf("%s returns %v from now on", s.label, s.action)
 }

@@ -10,20 +10,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
 // loopServer is the echo server in its EventLoop mode: the same protocol
 // as server.go, with the loop doing what server.go does by hand. Each
-// connection is an eventloop.Conn (read buffer, bounded write queue,
+// connection is an netloop.Conn (read buffer, bounded write queue,
 // Writable handling, back pressure); the listener, its accept loop and
-// its pause when descriptors run out belong to an eventloop.Group. With
+// its pause when descriptors run out belong to an netloop.Group. With
 // one Loop it is server.go's single goroutine; with more, each Loop runs
 // on its own goroutine and connections are spread among them (handed
 // round robin by one listener, or, with SO_REUSEPORT, accepted by each
 // Loop's own listener).
 type loopServer struct {
-	g    *eventloop.Group
+	g    *netloop.Group
 	addr net.Addr
 	logf func(format string, args ...any)
 }
@@ -31,14 +32,14 @@ type loopServer struct {
 // newLoopServer listens on addr with loops Loops. Nothing is accepted
 // before Run.
 func newLoopServer(addr string, loops int, reusePort bool, logf func(string, ...any)) (*loopServer, error) {
-	g, err := eventloop.NewGroup(eventloop.GroupConfig{Loops: loops})
+	g, err := netloop.NewGroup(netloop.GroupConfig{Loops: loops})
 	if err != nil {
 		return nil, err
 	}
 	s := &loopServer{g: g, logf: logf}
-	var opts []eventloop.ListenOption
+	var opts []netloop.ListenOption
 	if reusePort {
-		opts = append(opts, eventloop.ReusePort())
+		opts = append(opts, netloop.ReusePort())
 	}
 	if s.addr, err = g.ListenTCP("tcp", addr, s.accept, opts...); err != nil {
 		return nil, errors.Join(err, g.Close())
@@ -51,7 +52,7 @@ func (s *loopServer) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	// Echoes are small and answer the peer at once: no point in Nagle
 	// holding them back.
 	_ = c.SetNoDelay(true)
-	if _, err := l.AddConn(c, echoProtocol{s}, eventloop.ConnConfig{}); err != nil {
+	if _, err := netloop.Add(l, c, echoProtocol{s}, netloop.Config{}); err != nil {
 		s.logf("echo: add %s: %v", c.RemoteAddr(), err)
 	}
 }
@@ -75,13 +76,7 @@ func (s *loopServer) Run() error {
 
 // acceptPauses is how many times accepting paused for lack of
 // descriptors (read by the tests after Run).
-func (s *loopServer) acceptPauses() int {
-	n := 0
-	for _, l := range s.g.Loops() {
-		n += int(l.Stats().AcceptPauses)
-	}
-	return n
-}
+func (s *loopServer) acceptPauses() int { return int(s.g.AcceptPauses()) }
 
 // echoProtocol sends every byte back. The Conn writes what Data queued
 // in one write at the end of the read; a peer that does not read its
@@ -90,7 +85,7 @@ type echoProtocol struct{ s *loopServer }
 
 // Data echoes in. A full queue (a peer that sent a lot without reading)
 // leaves the input unconsumed: it is handed back once the queue drains.
-func (p echoProtocol) Data(c *eventloop.Conn, in []byte) int {
+func (p echoProtocol) Data(c *netloop.Conn, in []byte) int {
 	n, err := c.Write(in)
 	if err != nil {
 		return 0
@@ -99,7 +94,7 @@ func (p echoProtocol) Data(c *eventloop.Conn, in []byte) int {
 }
 
 // Closed logs the failures a peer does not cause by going away.
-func (p echoProtocol) Closed(c *eventloop.Conn, err error) {
+func (p echoProtocol) Closed(c *netloop.Conn, err error) {
 	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) {
 		p.s.logf("echo: %v", err)
 	}

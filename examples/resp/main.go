@@ -4,7 +4,7 @@
 // Loop or a Group of them sharing one key space. Unchanged redis-cli and
 // redis-benchmark talk to it.
 //
-// Every connection is an eventloop.Conn: requests are parsed where they
+// Every connection is an netloop.Conn: requests are parsed where they
 // lie in its input (no copy), their replies queued and written once per
 // read, so a pipeline costs one read and one write. Its buffers are
 // bounded: a request larger than the limits is refused at its header

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -20,13 +21,13 @@ type config struct {
 	reusePort bool
 	idle      time.Duration // close connections idle this long (0: never), through the Conn's IdleTimeout
 	lim       limits
-	conn      eventloop.ConnConfig
+	conn      netloop.Config
 }
 
 // server is a Group of Loops sharing one key space.
 type server struct {
 	cfg      config
-	g        *eventloop.Group
+	g        *netloop.Group
 	db       *store
 	addr     net.Addr
 	maxReply int // the largest reply a session builds (below the write queue's bound)
@@ -56,7 +57,7 @@ func newServer(cfg config, logf func(string, ...any)) (*server, error) {
 		cfg.conn.MaxReadBuffer = cfg.lim.maxTotal + cfg.lim.maxInline
 	}
 	cfg.conn.IdleTimeout = cfg.idle
-	g, err := eventloop.NewGroup(eventloop.GroupConfig{Loops: cfg.loops})
+	g, err := netloop.NewGroup(netloop.GroupConfig{Loops: cfg.loops})
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +67,9 @@ func newServer(cfg config, logf func(string, ...any)) (*server, error) {
 		return nil, errors.Join(err, g.Close())
 	}
 	s.maxReply = cc.MaxWriteQueue - cc.HighWater - 1024
-	var opts []eventloop.ListenOption
+	var opts []netloop.ListenOption
 	if cfg.reusePort {
-		opts = append(opts, eventloop.ReusePort())
+		opts = append(opts, netloop.ReusePort())
 	}
 	if s.addr, err = g.ListenTCP("tcp", cfg.addr, s.accept, opts...); err != nil {
 		return nil, errors.Join(err, g.Close())
@@ -92,15 +93,15 @@ func (s *server) sweep(l *eventloop.Loop) {
 	_, _ = l.AfterFunc(sweepEvery, s.sweep) // fails only once the Loop is closing
 }
 
-// connConfig is the ConnConfig with its defaults filled in, which the
+// connConfig is the netloop.Config with its defaults filled in, which the
 // sessions rely on (HighWater, MaxWriteQueue).
-func (s *server) connConfig() (eventloop.ConnConfig, error) {
+func (s *server) connConfig() (netloop.Config, error) {
 	c := s.cfg.conn
 	if c.MaxWriteQueue == 0 {
-		c.MaxWriteQueue = eventloop.DefaultMaxWriteQueue
+		c.MaxWriteQueue = netloop.DefaultMaxWriteQueue
 	}
 	if c.HighWater == 0 {
-		c.HighWater = min(eventloop.DefaultHighWater, c.MaxWriteQueue)
+		c.HighWater = min(netloop.DefaultHighWater, c.MaxWriteQueue)
 	}
 	if c.MaxWriteQueue-c.HighWater < 64<<10 {
 		return c, errors.New("resp: MaxWriteQueue must exceed HighWater by 64 KiB at least")
@@ -113,7 +114,7 @@ func (s *server) connConfig() (eventloop.ConnConfig, error) {
 func (s *server) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	_ = c.SetNoDelay(true)
 	ss := &session{srv: s}
-	conn, err := l.AddConn(c, ss, s.cfg.conn)
+	conn, err := netloop.Add(l, c, ss, s.cfg.conn)
 	if err != nil {
 		s.logf("resp: add %s: %v", c.RemoteAddr(), err)
 		return
@@ -142,7 +143,7 @@ func (s *server) Run() error {
 // session is one client connection's protocol state.
 type session struct {
 	srv  *server
-	conn *eventloop.Conn
+	conn *netloop.Conn
 	args [][]byte // the current request's arguments, reused
 	out  []byte   // the current request's reply, reused
 	quit bool     // QUIT: close once the reply is written
@@ -154,7 +155,7 @@ type session struct {
 // write. It stops early, leaving the rest for later, when the queued
 // replies pass the Conn's high-water mark: the Conn stops reading then,
 // and hands the rest back when the client has read its replies.
-func (s *session) Data(c *eventloop.Conn, in []byte) int {
+func (s *session) Data(c *netloop.Conn, in []byte) int {
 	lim := s.srv.cfg.lim
 	high := s.srv.cfg.conn.HighWater
 	done := 0
@@ -203,8 +204,8 @@ func (s *session) Data(c *eventloop.Conn, in []byte) int {
 }
 
 // Closed logs what a client does not cause by going away.
-func (s *session) Closed(c *eventloop.Conn, err error) {
-	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) && !errors.Is(err, eventloop.ErrIdleTimeout) {
+func (s *session) Closed(c *netloop.Conn, err error) {
+	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) && !errors.Is(err, netloop.ErrIdleTimeout) {
 		s.srv.logf("resp: %v", err)
 	}
 }

@@ -44,14 +44,15 @@ func loopTour(out io.Writer) error {
 	}
 
 	// 1. A socket: its handler reads until the socket would block, as Edge
-	// asks, and keeps the registration.
+	// asks, and keeps the registration. It reads into the buffer the
+	// Loop's worker lends each call (netloop's Conns read into it too).
 	a, b, err := socket.Pair()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	buf := make([]byte, 64)
 	if _, err := l.Add(a, poll.Readable, poll.Edge, closer{a, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+		buf := l.ReadBuffer(ev.Token) // valid during this call only
 		for {
 			n, err := a.Read(buf)
 			if err != nil {

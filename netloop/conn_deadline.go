@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"errors"
@@ -6,46 +6,44 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/unipoll/unipoll/timer"
+	"github.com/unipoll/unipoll/eventloop"
 )
 
-// Errors of connection deadlines, reported to ConnCloser.Closed.
+// Errors of connection deadlines, reported to CloseHandler.Closed.
 var (
-	// ErrReadTimeout: no input arrived for ConnConfig.ReadTimeout.
-	ErrReadTimeout = errors.New("unipoll: eventloop: read timeout")
+	// ErrReadTimeout: no input arrived for Config.ReadTimeout.
+	ErrReadTimeout = errors.New("unipoll: netloop: read timeout")
 	// ErrIdleTimeout: neither input arrived nor output left for
-	// ConnConfig.IdleTimeout.
-	ErrIdleTimeout = errors.New("unipoll: eventloop: idle timeout")
+	// Config.IdleTimeout.
+	ErrIdleTimeout = errors.New("unipoll: netloop: idle timeout")
 )
 
-// A Conn's deadlines live on the timing wheel of its Loop's Poll, one
-// timeout per Conn whatever its traffic: reads and writes only note the
-// time, and when the timeout expires the Conn's next call compares the
-// notes with the limits, closing the Conn or setting the timeout again for
-// what is left. A busy Conn thus costs the wheel one timeout per period,
-// not one per read.
+// A Conn's deadlines are one eventloop.Loop.AfterFunc at a time, on the
+// timing wheel of its Loop's Poll, one timeout per Conn whatever its
+// traffic: reads and writes only note the time, and when the timeout
+// expires the Conn's next call compares the notes with the limits,
+// closing the Conn or setting the timeout again for what is left. A busy
+// Conn thus costs the wheel one timeout per period, not one per read.
 //
 // The expiry runs on whichever worker takes the Loop's timer; it only
 // marks the Conn (due) and triggers a call of it, so that the Conn's state
 // is touched in its own calls alone.
 type connDeadline struct {
-	due atomic.Bool
+	due  atomic.Bool
+	fire func(*eventloop.Loop) // deadlineDue, made once per Conn
 
-	mu  sync.Mutex // guards to: set by AddConn, by the Conn's calls, and cancelled by Removed
-	to  timer.Timeout
-	off bool // removed: set nothing more
+	mu     sync.Mutex  // guards cancel and off: set by Add, by the Conn's calls, and cancelled by Removed
+	cancel func() bool // the AfterFunc set last
+	off    bool        // removed: set nothing more
 
 	lastRead   time.Time // the Conn's calls only
 	lastActive time.Time
 }
 
-// deadlineTask is the Conn as the Loop's timer task.
-type deadlineTask Conn
-
-func (d *deadlineTask) fire(l *Loop) {
-	c := (*Conn)(d)
+// deadlineDue is the AfterFunc of the Conn's deadlines.
+func (c *Conn) deadlineDue(l *eventloop.Loop) {
 	c.dl.due.Store(true)
-	l.trigger(c.e, c.gen)
+	_ = l.Trigger(c.tok) // fails only if the Conn is being removed
 }
 
 // hasDeadlines reports whether the Conn has a deadline to keep.
@@ -58,11 +56,11 @@ func (c *Conn) setDeadline(d time.Duration) {
 	if c.dl.off {
 		return
 	}
-	to, err := c.l.tm.Set(d, (*deadlineTask)(c))
+	cancel, err := c.l.AfterFunc(d, c.dl.fire)
 	if err != nil {
 		return // the Loop is closing: the Conn goes with it
 	}
-	c.dl.to = to
+	c.dl.cancel = cancel
 }
 
 // stopDeadline cancels the timeout for good (the Conn is removed).
@@ -70,7 +68,9 @@ func (c *Conn) stopDeadline() {
 	c.dl.mu.Lock()
 	defer c.dl.mu.Unlock()
 	c.dl.off = true
-	c.l.tm.Cancel(c.dl.to)
+	if c.dl.cancel != nil {
+		c.dl.cancel()
+	}
 }
 
 // noteRead and noteWrite record progress for the deadlines.

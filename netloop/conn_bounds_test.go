@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"bytes"
@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/eventloop"
 )
 
-// A Conn's bounds at their exact edges, as ConnConfig states them:
+// A Conn's bounds at their exact edges, as Config states them:
 // MaxWriteQueue is the most a Write may leave queued, and MaxReadBuffer
 // the most input a Conn keeps (and hands to Data) unconsumed. The water
 // marks are in conn_watermark_linux_test.go (they need a pipe's exact
@@ -33,13 +35,13 @@ var connWriters = []connWriter{
 // No Run serves the Loop, so nothing queued is written meanwhile.
 func TestConnWriteQueueBoundAtTheEdge(t *testing.T) {
 	const max = 1000
-	cfg := ConnConfig{MaxWriteQueue: max, HighWater: 500, LowWater: 100}
+	cfg := Config{MaxWriteQueue: max, HighWater: 500, LowWater: 100}
 	for _, w := range connWriters {
 		for _, first := range []int{0, 1, max / 2, max - 1, max} {
 			t.Run(fmt.Sprintf("%s/%d+%d", w.name, first, max-first), func(t *testing.T) {
-				l := newLoop(t, Config{})
+				l := newLoop(t, eventloop.Config{})
 				s, _ := clientPair(t)
-				c, err := l.AddConn(s, newEcho(), cfg)
+				c, err := Add(l, s, newEcho(), cfg)
 				require.NoError(t, err)
 				for _, n := range []int{first, max - first} {
 					got, err := w.write(c, n)
@@ -57,9 +59,9 @@ func TestConnWriteQueueBoundAtTheEdge(t *testing.T) {
 			})
 		}
 		t.Run(w.name+"/one past from empty", func(t *testing.T) {
-			l := newLoop(t, Config{})
+			l := newLoop(t, eventloop.Config{})
 			s, _ := clientPair(t)
-			c, err := l.AddConn(s, newEcho(), cfg)
+			c, err := Add(l, s, newEcho(), cfg)
 			require.NoError(t, err)
 			got, err := w.write(c, max+1)
 			require.ErrorIs(t, err, ErrWriteQueueFull)
@@ -86,7 +88,7 @@ func (h *hoarder) Closed(c *Conn, err error) { h.closed = append(h.closed, err) 
 
 // runOnceN makes n iterations with RunOnce on the test's goroutine, which
 // is then the Loop's: what they call is over when it returns.
-func runOnceN(t *testing.T, l *Loop, n int) {
+func runOnceN(t *testing.T, l *eventloop.Loop, n int) {
 	t.Helper()
 	for range n {
 		require.NoError(t, l.RunOnce(0, nil))
@@ -105,19 +107,19 @@ func TestConnReadBufferBoundAtTheEdge(t *testing.T) {
 	const max = 1000
 	for _, rc := range []struct {
 		name string
-		cfg  Config
+		cfg  eventloop.Config
 		per  int // ReadsPerCall
 	}{
-		{"read buffer larger", Config{}, 0},
-		{"read buffer smaller", Config{ReadBuffer: 256}, 0},
-		{"read buffer smaller, one read per call", Config{ReadBuffer: 256}, 1},
+		{"read buffer larger", eventloop.Config{}, 0},
+		{"read buffer smaller", eventloop.Config{ReadBuffer: 256}, 0},
+		{"read buffer smaller, one read per call", eventloop.Config{ReadBuffer: 256}, 1},
 	} {
 		t.Run(rc.name, func(t *testing.T) {
-			open := func(t *testing.T) (*Loop, *Conn, *hoarder, func(n int)) {
+			open := func(t *testing.T) (*eventloop.Loop, *Conn, *hoarder, func(n int)) {
 				l := newLoop(t, rc.cfg)
 				s, client := clientPair(t)
 				h := &hoarder{}
-				c, err := l.AddConn(s, h, ConnConfig{MaxReadBuffer: max, ReadsPerCall: rc.per})
+				c, err := Add(l, s, h, Config{MaxReadBuffer: max, ReadsPerCall: rc.per})
 				require.NoError(t, err)
 				send := func(n int) {
 					_, err := client.Write(bytes.Repeat([]byte{'r'}, n))

@@ -1,14 +1,16 @@
-package eventloop
+package netloop
 
 import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/unipoll/unipoll/eventloop"
 )
 
-// ConnConfig bounds a Conn's buffers and how long it may stay silent. The
+// Config bounds a Conn's buffers and how long it may stay silent. The
 // zero value means the defaults.
-type ConnConfig struct {
+type Config struct {
 	// MaxReadBuffer bounds the input a Conn keeps unconsumed: Data is never
 	// handed more than this. A Conn whose handler consumes nothing of a
 	// full buffer is closed with ErrReadBufferFull. Default 1 MiB.
@@ -18,7 +20,7 @@ type ConnConfig struct {
 	// Default 4 MiB.
 	MaxWriteQueue int
 	// HighWater: when more output than this is queued, the Conn stops
-	// reading and tells a ConnPressure handler. Default 256 KiB.
+	// reading and tells a PressureHandler. Default 256 KiB.
 	HighWater int
 	// LowWater: when the queued output falls to this or less again,
 	// reading resumes. Default HighWater/4.
@@ -43,20 +45,27 @@ const (
 	DefaultReadsPerCall  = 8
 )
 
-// Errors of connections.
+// Errors returned by this package, wrapped with context; match them with
+// errors.Is.
 var (
+	// ErrClosed is eventloop.ErrClosed: the Conn (or its Loop, or the
+	// Group) has been closed.
+	ErrClosed = eventloop.ErrClosed
+	// ErrInvalidArgument is eventloop.ErrInvalidArgument: a nil Loop,
+	// Stream, handler or function, a zero value, a Config out of range.
+	ErrInvalidArgument = eventloop.ErrInvalidArgument
 	// ErrWriteQueueFull: Write would queue more than
-	// ConnConfig.MaxWriteQueue; nothing was queued.
-	ErrWriteQueueFull = errors.New("unipoll: eventloop: write queue full")
-	// ErrReadBufferFull: the handler left ConnConfig.MaxReadBuffer bytes
+	// Config.MaxWriteQueue; nothing was queued.
+	ErrWriteQueueFull = errors.New("unipoll: netloop: write queue full")
+	// ErrReadBufferFull: the handler left Config.MaxReadBuffer bytes
 	// unconsumed; the Conn was closed.
-	ErrReadBufferFull = errors.New("unipoll: eventloop: read buffer full")
+	ErrReadBufferFull = errors.New("unipoll: netloop: read buffer full")
 )
 
-func (c ConnConfig) withDefaults() (ConnConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 ||
 		c.ReadTimeout < 0 || c.IdleTimeout < 0 {
-		return c, fmt.Errorf("%w: eventloop: negative ConnConfig field: %+v", ErrInvalidArgument, c)
+		return c, fmt.Errorf("%w: netloop: negative Config field: %+v", ErrInvalidArgument, c)
 	}
 	if c.MaxReadBuffer == 0 {
 		c.MaxReadBuffer = DefaultMaxReadBuffer
@@ -74,7 +83,7 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 		c.ReadsPerCall = DefaultReadsPerCall
 	}
 	if c.HighWater > c.MaxWriteQueue || c.LowWater >= c.HighWater {
-		return c, fmt.Errorf("%w: eventloop: ConnConfig needs LowWater < HighWater <= MaxWriteQueue: %+v", ErrInvalidArgument, c)
+		return c, fmt.Errorf("%w: netloop: Config needs LowWater < HighWater <= MaxWriteQueue: %+v", ErrInvalidArgument, c)
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"errors"
@@ -6,25 +6,32 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
 
-// ready is one call of a Conn: the functions Async queued, the output
+// source is the Conn as a source of its Loop: its eventloop.SourceHandler
+// and Remover, as every source of a Loop has. It is a type of its own so
+// that Ready and Removed are not methods of Conn.
+type source Conn
+
+// Ready is one call of the Conn: the functions Async queued, the output
 // that waits for room, a read pass, one write of what the pass produced,
 // the deadlines if their timeout expired, then the registration it needs
-// now. It returns Remove once the Conn is finished, Rearm if the read pass
+// now. It returns Remove once the Conn is finished, Again if the read pass
 // stopped at ReadsPerCall with the socket still full.
-func (c *Conn) ready(w *worker, r poll.Ready) Action {
+func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
+	c := (*Conn)(cs)
 	c.inCall = true
-	c.kicked = false
+	c.triggered = false
 	c.runAsync()
 	if c.Queued() > 0 {
 		c.flush()
 	}
-	act := Keep
+	act := eventloop.Keep
 	if c.reading() {
-		act = c.readPass(w, r)
+		act = c.readPass(ev.Ready)
 	}
 	c.flush()
 	// Deadlines last: input that waited in the socket while the Loop was
@@ -33,6 +40,9 @@ func (c *Conn) ready(w *worker, r poll.Ready) Action {
 	c.inCall = false
 	return c.settle(act)
 }
+
+// Removed closes the Stream and tells the CloseHandler.
+func (cs *source) Removed(*eventloop.Loop, poll.Token) { (*Conn)(cs).removed() }
 
 // reading reports whether the Conn reads now.
 func (c *Conn) reading() bool {
@@ -57,8 +67,9 @@ func (c *Conn) runAsync() {
 // hang-up or an error: those last, and under Edge they were reported with
 // this event and will not be again, so the pass goes on to the read that
 // returns the end of input (or the error).
-func (c *Conn) readPass(w *worker, r poll.Ready) Action {
+func (c *Conn) readPass(r poll.Ready) eventloop.Action {
 	lasting := r&(poll.Hup|poll.Error) != 0
+	var scratch []byte // the Loop's worker's read buffer, fetched at first use
 	c.undrained = false
 	if c.redeliver {
 		c.redeliver = false
@@ -69,13 +80,13 @@ func (c *Conn) readPass(w *worker, r poll.Ready) Action {
 			// Stopped with the socket maybe still holding input, which
 			// under Edge brings no new event: resuming must read.
 			c.undrained = true
-			return Keep
+			return eventloop.Keep
 		}
 		var buf []byte
 		own := len(c.in) > 0
 		if own {
 			if !c.growIn() {
-				return Keep
+				return eventloop.Keep
 			}
 			buf = c.in[len(c.in):cap(c.in)]
 		} else {
@@ -83,8 +94,10 @@ func (c *Conn) readPass(w *worker, r poll.Ready) Action {
 			// buffer is larger: what Data leaves of it is kept, and a read
 			// that fills it is full, so a handler that consumes nothing of
 			// a full buffer meets growIn's limit at once.
-			buf = w.scratch()
-			buf = buf[:min(len(buf), c.cfg.MaxReadBuffer)]
+			if scratch == nil {
+				scratch = c.l.ReadBuffer(c.tok)
+			}
+			buf = scratch[:min(len(scratch), c.cfg.MaxReadBuffer)]
 		}
 		n, err := c.s.Read(buf)
 		if n > 0 {
@@ -98,20 +111,20 @@ func (c *Conn) readPass(w *worker, r poll.Ready) Action {
 		}
 		switch {
 		case err == nil && n < len(buf) && !lasting:
-			return Keep // a short read: the socket is drained
+			return eventloop.Keep // a short read: the socket is drained
 		case err == nil:
 			continue // full: there may be more
 		case isWouldBlock(err):
-			return Keep
+			return eventloop.Keep
 		case err == io.EOF:
 			c.readEOF()
-			return Keep
+			return eventloop.Keep
 		default:
 			c.fail(err)
-			return Keep
+			return eventloop.Keep
 		}
 	}
-	return Rearm
+	return eventloop.Again
 }
 
 // deliverScratch hands input read into the worker's buffer to Data and
@@ -163,7 +176,7 @@ func (c *Conn) growIn() bool {
 // readEOF: the peer has finished sending.
 func (c *Conn) readEOF() {
 	c.eof = true
-	if e, ok := c.h.(ConnEOF); ok {
+	if e, ok := c.h.(EOFHandler); ok {
 		e.ReadClosed(c)
 		return
 	}
@@ -209,11 +222,11 @@ func (c *Conn) flush() {
 	if c.pressured && c.Queued() <= c.cfg.LowWater {
 		c.pressured = false
 		c.redeliver = len(c.in) > 0
-		if p, ok := c.h.(ConnPressure); ok {
+		if p, ok := c.h.(PressureHandler); ok {
 			p.Pressure(c, false)
 		}
 		if !c.inCall {
-			c.kick()
+			c.trigger()
 		}
 	}
 }
@@ -221,9 +234,9 @@ func (c *Conn) flush() {
 // settle decides what the call ends with: Remove when the Conn is done,
 // otherwise the registration its state needs (Readable while reading,
 // Writable while output waits), changed only when it differs.
-func (c *Conn) settle(act Action) Action {
+func (c *Conn) settle(act eventloop.Action) eventloop.Action {
 	if c.failed || c.closing && c.Queued() == 0 {
-		return Remove
+		return eventloop.Remove
 	}
 	var want poll.Ready
 	if c.reading() {
@@ -239,17 +252,17 @@ func (c *Conn) settle(act Action) Action {
 		want = poll.Error
 	}
 	if c.reading() && (c.redeliver || c.undrained) {
-		act = Rearm // reading resumed: input in hand, or maybe in the socket
+		act = eventloop.Again // reading resumed: input in hand, or maybe in the socket
 	}
 	if want != c.registered {
-		if err := c.l.reinterest(c.e, c.gen, want); err != nil {
+		if err := c.l.SetInterest(c.tok, want); err != nil {
 			c.fail(err)
-			return Remove
+			return eventloop.Remove
 		}
 		c.registered = want
 	}
-	if act == Rearm && want&connReading == 0 {
-		act = Keep // not reading: nothing to come back for
+	if act == eventloop.Again && want&connReading == 0 {
+		act = eventloop.Keep // not reading: nothing to come back for
 	}
 	return act
 }

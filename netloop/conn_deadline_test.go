@@ -1,14 +1,16 @@
-package eventloop
+package netloop
 
 import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/socket"
 )
@@ -43,7 +45,7 @@ func streamPair(t *testing.T, transport string) (Stream, net.Conn) {
 	return clientPair(t)
 }
 
-// closeRec is a ConnCloser that notes when and why its Conn closed.
+// closeRec is a CloseHandler that notes when and why its Conn closed.
 type closeRec struct {
 	ch chan closeAt
 }
@@ -84,7 +86,7 @@ func TestConnReadTimeoutWhileWriting(t *testing.T) {
 			// is shared) may rightly be closed by IdleTimeout: it decides
 			// nothing, and the test tries again.
 			for attempt := 1; ; attempt++ {
-				l := newLoop(t, Config{}) // one worker: an AfterFunc may call the Conn's methods
+				l := newLoop(t, eventloop.Config{}) // one worker: an AfterFunc may call the Conn's methods
 				start(t, l, nil)
 				s, client := streamPair(t, transport)
 				// The peer sends nothing but reads everything, so that the
@@ -96,14 +98,14 @@ func TestConnReadTimeoutWhileWriting(t *testing.T) {
 				}()
 				h := &closeRec{ch: make(chan closeAt, 1)}
 				added0 := time.Now()
-				c, err := l.AddConn(s, h, ConnConfig{ReadTimeout: readTimeout, IdleTimeout: idleTimeout})
+				c, err := Add(l, s, h, Config{ReadTimeout: readTimeout, IdleTimeout: idleTimeout})
 				require.NoError(t, err)
 				added1 := time.Now()
 				var probes []probe // the Loop's until done is closed
 				done := make(chan struct{})
-				var write func(due time.Time) func(*Loop)
-				write = func(due time.Time) func(*Loop) {
-					return func(l *Loop) {
+				var write func(due time.Time) func(*eventloop.Loop)
+				write = func(due time.Time) func(*eventloop.Loop) {
+					return func(l *eventloop.Loop) {
 						probes = append(probes, probe{due, time.Now()})
 						if c.Closed() {
 							close(done)
@@ -120,7 +122,7 @@ func TestConnReadTimeoutWhileWriting(t *testing.T) {
 						}
 					}
 				}
-				require.NoError(t, l.Post(func(l *Loop) { write(time.Now())(l) }))
+				require.NoError(t, l.Post(func(l *eventloop.Loop) { write(time.Now())(l) }))
 				var got closeAt
 				select {
 				case got = <-h.ch:
@@ -172,4 +174,103 @@ func TestConnReadTimeoutWhileWriting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Conn deadlines: a Conn that hears nothing for ReadTimeout is closed
+// with ErrReadTimeout, and an idle one (nothing in, nothing out) with
+// ErrIdleTimeout, no earlier than asked; one that keeps receiving lives on
+// past its limits. (On a loaded machine the client itself may stall past
+// the limit; then, and only then, may its Conn be closed.)
+func TestConnDeadlines(t *testing.T) {
+	l := newLoop(t, eventloop.Config{Workers: 2})
+	start(t, l, nil)
+
+	silent, _ := clientPair(t)
+	hs := newEcho()
+	begin := time.Now()
+	_, err := Add(l, silent, hs, Config{ReadTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+
+	idle, _ := clientPair(t)
+	hi := newEcho()
+	_, err = Add(l, idle, hi, Config{IdleTimeout: 80 * time.Millisecond})
+	require.NoError(t, err)
+
+	const limit = 150 * time.Millisecond
+	busy, client := clientPair(t)
+	hb := newEcho()
+	// The client's pauses count from the Conn's start (the goroutine may
+	// be scheduled late) to the moment the Conn is seen closed (it may
+	// stall after its last write).
+	added := time.Now()
+	_, err = Add(l, busy, hb, Config{ReadTimeout: limit, IdleTimeout: limit})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	// A pause runs from the start of one write to the end of the next: the
+	// Conn may have read the first as soon as it began, and sees nothing
+	// of the next until it is done (the client may stall in between, after
+	// it decided to write). So the pause is never underestimated.
+	var maxGap atomic.Int64    // the client's longest pause between writes
+	var lastWrite atomic.Int64 // when its last completed write began, in ns since added
+	gapNow := func() time.Duration {
+		return max(time.Duration(maxGap.Load()), time.Since(added)-time.Duration(lastWrite.Load()))
+	}
+	pinged := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4)
+		for {
+			select {
+			case <-stop:
+				pinged <- nil
+				return
+			default:
+			}
+			began := time.Since(added)
+			if _, err := client.Write([]byte("ping")); err != nil {
+				pinged <- err
+				return
+			}
+			maxGap.Store(int64(gapNow()))
+			lastWrite.Store(int64(began))
+			if _, err := io.ReadFull(client, buf); err != nil {
+				pinged <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // the client's pace, not synchronisation
+		}
+	}()
+
+	require.ErrorIs(t, <-hs.closed, ErrReadTimeout)
+	require.GreaterOrEqual(t, time.Since(begin), 50*time.Millisecond)
+	require.ErrorIs(t, <-hi.closed, ErrIdleTimeout)
+	require.GreaterOrEqual(t, time.Since(begin), 80*time.Millisecond)
+	// The busy one lives past its limits several times over.
+	deadline := time.Now().Add(4 * limit)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-hb.closed:
+			gap := gapNow()
+			require.GreaterOrEqual(t, gap, limit, "the busy Conn was closed (%v) though its client never paused that long", err)
+			close(stop)
+			<-pinged
+			t.Logf("the client paused %v: its Conn was rightly closed", gap)
+			return
+		default:
+		}
+		runtimeGosched()
+	}
+	// The two that timed out leave the Loop once their removal is over;
+	// the busy one stays, unless its client stalled past the limit just
+	// now.
+	eventually(t, "the timed-out Conns to leave", func() bool { return Conns(l) <= 1 })
+	if n := Conns(l); n == 0 {
+		err := <-hb.closed
+		gap := gapNow()
+		require.GreaterOrEqual(t, gap, limit, "the busy Conn was closed (%v) though its client never paused that long", err)
+		close(stop)
+		<-pinged
+		return
+	}
+	close(stop)
+	require.NoError(t, <-pinged)
 }

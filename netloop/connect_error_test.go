@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"testing"
@@ -7,15 +7,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
 // A Conn added while its connect is still going on, which is then
-// refused: it closes, and its ConnCloser hears the dial's failure in the
+// refused: it closes, and its CloseHandler hears the dial's failure in the
 // words of the call the user made (what was dialed, and that the connect
 // failed), not a read's.
 func TestConnRefusedConnect(t *testing.T) {
-	l := newLoop(t, Config{})
+	l := newLoop(t, eventloop.Config{})
 	start(t, l, nil)
 	ln, err := socket.ListenTCP("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -30,7 +31,7 @@ func TestConnRefusedConnect(t *testing.T) {
 		return
 	}
 	h := newEcho()
-	_, err = l.AddConn(s, h, ConnConfig{})
+	_, err = Add(l, s, h, Config{})
 	require.NoError(t, err)
 	select {
 	case err := <-h.closed:

@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
@@ -113,9 +114,9 @@ type echoSource struct {
 	buf []byte
 }
 
-func (s *echoSource) Ready(l *Loop, ev poll.Event) Action {
+func (s *echoSource) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	echoOnce(s.c, s.buf)
-	return Keep
+	return eventloop.Keep
 }
 
 type echoConn struct{}
@@ -149,7 +150,7 @@ func BenchmarkEcho(b *testing.B) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			events := poll.NewEvents(DefaultEvents)
+			events := poll.NewEvents(eventloop.DefaultEvents)
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := p.Poll(events, -1)
@@ -175,7 +176,7 @@ func BenchmarkEcho(b *testing.B) {
 	for _, mode := range []string{"loop", "conn"} {
 		b.Run(mode, func(b *testing.B) {
 			pairs := echoSetup(b)
-			l, err := New(Config{})
+			l, err := eventloop.New(eventloop.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -183,7 +184,7 @@ func BenchmarkEcho(b *testing.B) {
 			buf := make([]byte, 64<<10)
 			for _, pr := range pairs {
 				if mode == "conn" {
-					_, err = l.AddConn(pr.server, echoConn{}, ConnConfig{})
+					_, err = Add(l, pr.server, echoConn{}, Config{})
 				} else {
 					_, err = l.Add(pr.server, poll.Readable, poll.Edge, &echoSource{pr.server, buf})
 				}

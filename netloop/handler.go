@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import "github.com/unipoll/unipoll/poll"
 
@@ -15,47 +15,48 @@ type Stream interface {
 	Close() error
 }
 
-// ConnHandler is a Conn's protocol. Data is called with every byte that
+// Handler is a Conn's protocol. Data is called with every byte that
 // has arrived and not yet been consumed, after each read; it returns how
 // many of them it consumed (from the front). The rest is handed to it
 // again, with what arrives next, or when reading resumes after back
 // pressure. in is valid only during the call (it may be a buffer the
 // Loop shares between connections): copy what must outlive it.
 //
-// A ConnHandler may also implement ConnCloser, ConnEOF and ConnPressure.
+// A Handler may also implement CloseHandler, EOFHandler and
+// PressureHandler.
 // All of them run on the Loop, never concurrently with each other for one
 // Conn.
-type ConnHandler interface {
+type Handler interface {
 	Data(c *Conn, in []byte) (consumed int)
 }
 
-// ConnFunc adapts a function to ConnHandler.
-type ConnFunc func(c *Conn, in []byte) int
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(c *Conn, in []byte) int
 
 // Data calls f(c, in).
-func (f ConnFunc) Data(c *Conn, in []byte) int { return f(c, in) }
+func (f HandlerFunc) Data(c *Conn, in []byte) int { return f(c, in) }
 
-// ConnCloser is told when a Conn is closed: its Stream has been closed and
+// CloseHandler is told when a Conn is closed: its Stream has been closed and
 // the Conn is off the Loop. err is nil after Close or the peer's end of
 // input, otherwise what ended it (a read or write error, ErrReadBufferFull,
 // an idle or read timeout).
-type ConnCloser interface {
+type CloseHandler interface {
 	Closed(c *Conn, err error)
 }
 
-// ConnEOF is told when the peer has finished sending (Read returned
+// EOFHandler is told when the peer has finished sending (Read returned
 // io.EOF); reading stops. Without it, the Conn closes once its queued
 // output is written (Close). With it, the handler decides: write more and
 // Close, or CloseWrite, or keep the Conn open to send on.
-type ConnEOF interface {
+type EOFHandler interface {
 	ReadClosed(c *Conn)
 }
 
-// ConnPressure is told when the Conn's queued output passes
-// ConnConfig.HighWater (high is true: the Conn has stopped reading, so a
+// PressureHandler is told when the Conn's queued output passes
+// Config.HighWater (high is true: the Conn has stopped reading, so a
 // peer that sends without reading the replies cannot make it queue
 // without bound) and when it drains to LowWater or less again (high is
 // false: reading resumes).
-type ConnPressure interface {
+type PressureHandler interface {
 	Pressure(c *Conn, high bool)
 }

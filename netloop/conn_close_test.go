@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"io"
@@ -6,16 +6,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/eventloop"
 )
 
 // Closing the Loop closes the Conns still on it, as it removes every
 // source: the Stream is closed (the peer reads what was sent, then the
-// end), ConnCloser hears nil once, Conns counts none. Without a Run, and
+// end), CloseHandler hears nil once, Conns counts none. Without a Run, and
 // with a Run that Close ends (the release then happens as Run returns).
 func TestCloseClosesConns(t *testing.T) {
 	for _, during := range []bool{false, true} {
 		t.Run(map[bool]string{false: "idle", true: "during Run"}[during], func(t *testing.T) {
-			l, err := New(Config{})
+			l, err := eventloop.New(eventloop.Config{})
 			require.NoError(t, err)
 			var r *running
 			if during {
@@ -23,7 +25,7 @@ func TestCloseClosesConns(t *testing.T) {
 			}
 			s, client := clientPair(t)
 			h := newEcho()
-			c, err := l.AddConn(s, h, ConnConfig{})
+			c, err := Add(l, s, h, Config{})
 			require.NoError(t, err)
 			if during {
 				// (Unread input would make the close a reset, as a
@@ -43,10 +45,10 @@ func TestCloseClosesConns(t *testing.T) {
 			case err := <-h.closed:
 				require.NoError(t, err)
 			case <-time.After(waitLimit):
-				t.Fatalf("ConnCloser not called %v after the Loop's Close (Closed() = %v, Conns() = %d)", waitLimit, c.Closed(), l.Conns())
+				t.Fatalf("CloseHandler not called %v after the Loop's Close (Closed() = %v, Conns() = %d)", waitLimit, c.Closed(), Conns(l))
 			}
 			require.True(t, c.Closed())
-			require.Zero(t, l.Conns())
+			require.Zero(t, Conns(l))
 			rest, err := io.ReadAll(client)
 			require.NoError(t, err, "the peer's read after the Loop's Close")
 			require.Empty(t, rest)

@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"fmt"
@@ -6,18 +6,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
 )
 
 // errZeroConn is returned by the methods of a nil or zero Conn.
-var errZeroConn = fmt.Errorf("%w: nil or zero eventloop.Conn (make one with Loop.AddConn)", ErrInvalidArgument)
+var errZeroConn = fmt.Errorf("%w: nil or zero netloop.Conn (make one with netloop.Add)", ErrInvalidArgument)
 
 // Conn is a buffered non-blocking stream on a Loop: input is read when the
-// Stream is readable and handed to the ConnHandler; output written with
+// Stream is readable and handed to the Handler; output written with
 // Write is queued and written at the end of the Conn's call (one write for
 // everything a call produced), and whatever the socket does not take is
 // written when it becomes writable again. The queue is bounded, and back
-// pressure stops reading while it is too full (see ConnConfig).
+// pressure stops reading while it is too full (see Config).
 //
 // A read pass ends at the first short read: a read that returns less than
 // it asked for has drained the socket, so a message costs one read, not a
@@ -25,22 +26,21 @@ var errZeroConn = fmt.Errorf("%w: nil or zero eventloop.Conn (make one with Loop
 //
 // A Conn belongs to its Loop: call its methods from its handler, or, on a
 // Loop with one worker, from any handler or posted function of that Loop.
-// From another goroutine (or another worker), use Async. Conn is
-// registered Edge-triggered, for Readable while it reads and Writable
-// only while output waits for room (for Error alone while it does
-// neither).
+// From another goroutine (or another worker), use Async. Conn is a source
+// of its Loop like any other (eventloop.Loop.Add), registered
+// Edge-triggered, for Readable while it reads and Writable only while
+// output waits for room (for Error alone while it does neither).
 //
 // The zero Conn is not usable: Write, WriteString and Async return an
 // error wrapping ErrInvalidArgument, Closed reports true, and the other
-// methods do nothing. Make Conns with Loop.AddConn.
+// methods do nothing. Make Conns with Add.
 type Conn struct {
-	l   *Loop
+	l   *eventloop.Loop
+	ls  *loopState
 	s   Stream
-	h   ConnHandler
-	cfg ConnConfig
-	e   *entry
-	gen uint32
-	tok poll.Token
+	h   Handler
+	cfg Config
+	tok poll.Token // set before the first call (eventloop.OnToken), then fixed
 
 	// User is the caller's, for its own per-connection state.
 	User any
@@ -51,7 +51,7 @@ type Conn struct {
 
 	registered poll.Ready // the interest the Stream is registered with now
 	inCall     bool       // a call of this Conn is in progress: it flushes at its end
-	kicked     bool       // a Trigger for output queued outside a call is pending
+	triggered  bool       // a Trigger for output queued outside a call is pending
 	eof        bool       // Read returned io.EOF
 	closing    bool       // Close: write what is queued, then close
 	shut       bool       // CloseWrite asked for: shut down once the queue is written
@@ -71,49 +71,40 @@ type Conn struct {
 	asyncClosed bool          // guarded by asyncMu: removed, Async refuses
 }
 
-// connSource is the Conn as its entry's handler: Removed closes the
-// Stream. Its Ready is not used: the Loop calls Conn.ready directly, with
-// the worker's read buffer.
-type connSource Conn
-
-func (cs *connSource) Ready(*Loop, poll.Event) Action { return Keep }
-
-func (cs *connSource) Removed(l *Loop, t poll.Token) { (*Conn)(cs).removed() }
-
-// AddConn puts s on the Loop as a Conn with protocol h. The Conn owns s
-// from then on, also when AddConn fails (s is then closed). s may still be
-// connecting (socket.DialTCP): a connect that fails closes the Conn, and
-// its ConnCloser hears the dial's error ("socket: dial tcp 192.0.2.1:80:
-// connect: connection refused").
-func (l *Loop) AddConn(s Stream, h ConnHandler, cfg ConnConfig, o ...AddOption) (*Conn, error) {
-	if l == nil || l.p == nil {
-		return nil, errZeroLoop
+// Add puts s on l as a Conn with protocol h; o are l's options for a
+// source (eventloop.Priority). The Conn owns s from then on, also when Add
+// fails (s is then closed). s may still be connecting (socket.DialTCP): a
+// connect that fails closes the Conn, and its CloseHandler hears the
+// dial's error ("socket: dial tcp 192.0.2.1:80: connect: connection
+// refused").
+func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddOption) (*Conn, error) {
+	if l == nil || l.Poll() == nil {
+		return nil, fmt.Errorf("%w: netloop: Add on a nil or zero eventloop.Loop", ErrInvalidArgument)
 	}
-	if f, ok := h.(ConnFunc); s == nil || h == nil || ok && f == nil {
-		return nil, fmt.Errorf("%w: eventloop: AddConn needs a Stream and a ConnHandler", ErrInvalidArgument)
+	if f, ok := h.(HandlerFunc); s == nil || h == nil || ok && f == nil {
+		return nil, fmt.Errorf("%w: netloop: Add needs a Stream and a Handler", ErrInvalidArgument)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	var ac addConfig
-	for _, f := range o {
-		if f != nil {
-			f(&ac)
-		}
+	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading}
+	if c.hasDeadlines() {
+		c.dl.fire = c.deadlineDue
 	}
-	c := &Conn{l: l, s: s, h: h, cfg: cfg, registered: connReading}
-	l.conns.Add(1)
-	_, err = l.add(s, connReading, poll.Edge, (*connSource)(c), kindConn, ac.prio, func(tok poll.Token, e *entry, gen uint32) {
-		c.tok, c.e, c.gen = tok, e, gen
+	c.ls.conns.Add(1)
+	// The token, and the deadlines' starting point, are the Conn's before
+	// its first call, which may come on another worker before Add returns.
+	bind := eventloop.OnToken(func(tok poll.Token) {
+		c.tok = tok
 		if c.hasDeadlines() {
 			now := time.Now()
 			c.dl.lastRead, c.dl.lastActive = now, now
 		}
 	})
-	if err != nil {
-		l.conns.Add(-1)
+	if _, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...); err != nil {
+		c.ls.conns.Add(-1)
 		_ = s.Close()
 		return nil, err
 	}
@@ -131,14 +122,6 @@ func nonZero(d time.Duration) time.Duration {
 	return d
 }
 
-// Conns is the number of Conns on the Loop (added and not yet closed).
-func (l *Loop) Conns() int {
-	if l == nil {
-		return 0
-	}
-	return int(l.conns.Load())
-}
-
 // zero reports a nil or zero Conn.
 func (c *Conn) zero() bool { return c == nil || c.l == nil }
 
@@ -151,7 +134,7 @@ func (c *Conn) Token() poll.Token {
 }
 
 // Loop is the Loop the Conn is on (nil for a zero Conn).
-func (c *Conn) Loop() *Loop {
+func (c *Conn) Loop() *eventloop.Loop {
 	if c.zero() {
 		return nil
 	}
@@ -227,21 +210,22 @@ var _ io.Writer = (*Conn)(nil)
 func (c *Conn) afterQueue() {
 	if !c.pressured && c.Queued() > c.cfg.HighWater {
 		c.pressured = true
-		if p, ok := c.h.(ConnPressure); ok {
+		if p, ok := c.h.(PressureHandler); ok {
 			p.Pressure(c, true)
 		}
 	}
-	c.kick()
+	c.trigger()
 }
 
-// kick makes sure the Conn gets a call to act on something done outside
-// one.
-func (c *Conn) kick() {
-	if c.inCall || c.kicked || c.closed {
+// trigger makes sure the Conn gets a call to act on something done
+// outside one. Trigger fails only once the Conn is being removed: then
+// there is nothing left to act on.
+func (c *Conn) trigger() {
+	if c.inCall || c.triggered || c.closed {
 		return
 	}
-	c.kicked = true
-	c.l.trigger(c.e, c.gen)
+	c.triggered = true
+	_ = c.l.Trigger(c.tok)
 }
 
 // Flush writes the queued output now, rather than at the end of the call.
@@ -252,13 +236,13 @@ func (c *Conn) Flush() {
 }
 
 // Close closes the Conn once its queued output is written: reading stops
-// at once. Its ConnCloser hears err nil. Closing twice does nothing.
+// at once. Its CloseHandler hears err nil. Closing twice does nothing.
 func (c *Conn) Close() {
 	if c.Closed() || c.closing {
 		return
 	}
 	c.closing = true
-	c.kick()
+	c.trigger()
 }
 
 // CloseWrite shuts down the sending side once the queued output is
@@ -268,17 +252,17 @@ func (c *Conn) CloseWrite() {
 		return
 	}
 	c.shut = true
-	c.kick()
+	c.trigger()
 }
 
 // Abort closes the Conn at once, dropping its queued output. Its
-// ConnCloser hears err (nil if err is nil).
+// CloseHandler hears err (nil if err is nil).
 func (c *Conn) Abort(err error) {
 	if c.Closed() || c.failed {
 		return
 	}
 	c.fail(err)
-	c.kick()
+	c.trigger()
 }
 
 // PauseRead stops reading until ResumeRead (as back pressure does on its
@@ -297,7 +281,7 @@ func (c *Conn) ResumeRead() {
 	}
 	c.paused = false
 	c.redeliver = len(c.in) > 0
-	c.kick()
+	c.trigger()
 }
 
 // Async runs f on the Loop as part of the Conn's calls, from any
@@ -309,7 +293,7 @@ func (c *Conn) Async(f func(*Conn)) error {
 		return errZeroConn
 	}
 	if f == nil {
-		return fmt.Errorf("%w: eventloop: Async of a nil function", ErrInvalidArgument)
+		return fmt.Errorf("%w: netloop: Async of a nil function", ErrInvalidArgument)
 	}
 	c.asyncMu.Lock()
 	if c.asyncClosed {
@@ -318,7 +302,7 @@ func (c *Conn) Async(f func(*Conn)) error {
 	}
 	c.async = append(c.async, f)
 	c.asyncMu.Unlock()
-	c.l.trigger(c.e, c.gen)
+	_ = c.l.Trigger(c.tok) // fails only if the Conn is being removed, which drops f
 	return nil
 }
 
@@ -333,7 +317,8 @@ func (c *Conn) fail(err error) {
 	c.out, c.at = nil, 0
 }
 
-// removed is Removed: the Conn is off the Loop and no call of it runs.
+// removed is the source's Removed: the Conn is off the Loop and no call
+// of it runs.
 func (c *Conn) removed() {
 	c.closed = true
 	if c.hasDeadlines() {
@@ -347,8 +332,8 @@ func (c *Conn) removed() {
 		c.err = err
 	}
 	c.in, c.out = nil, nil
-	c.l.conns.Add(-1)
-	if cl, ok := c.h.(ConnCloser); ok {
+	c.ls.conns.Add(-1)
+	if cl, ok := c.h.(CloseHandler); ok {
 		cl.Closed(c, c.err)
 	}
 }

@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/unipoll/unipoll/eventloop"
 )
 
 // Group is N Loops serving one program, one goroutine each, for servers
@@ -16,10 +18,11 @@ import (
 // The zero Group is not usable: its methods return an error wrapping
 // ErrInvalidArgument. Make Groups with NewGroup.
 type Group struct {
-	loops   []*Loop
+	loops   []*eventloop.Loop
 	balance Balance
 	next    atomic.Uint64  // round-robin position
 	pending []atomic.Int64 // connections handed to each Loop, not yet added
+	pauses  atomic.Uint64  // AcceptPauses
 }
 
 // GroupConfig configures a Group. The zero value means the defaults.
@@ -27,7 +30,7 @@ type GroupConfig struct {
 	// Loops is the number of Loops. Default runtime.GOMAXPROCS(0).
 	Loops int
 	// Loop configures each Loop.
-	Loop Config
+	Loop eventloop.Config
 	// Balance chooses the Loop that a connection accepted by a shared
 	// listener goes to. Default RoundRobin.
 	Balance Balance
@@ -47,14 +50,14 @@ const (
 // NewGroup opens c.Loops Loops.
 func NewGroup(c GroupConfig) (*Group, error) {
 	if c.Loops < 0 || c.Balance > LeastConnections {
-		return nil, fmt.Errorf("%w: eventloop: GroupConfig Loops %d, Balance %d", ErrInvalidArgument, c.Loops, c.Balance)
+		return nil, fmt.Errorf("%w: netloop: GroupConfig Loops %d, Balance %d", ErrInvalidArgument, c.Loops, c.Balance)
 	}
 	if c.Loops == 0 {
 		c.Loops = runtime.GOMAXPROCS(0)
 	}
 	g := &Group{balance: c.Balance, pending: make([]atomic.Int64, c.Loops)}
 	for range c.Loops {
-		l, err := New(c.Loop)
+		l, err := eventloop.New(c.Loop)
 		if err != nil {
 			return nil, errors.Join(err, g.Close())
 		}
@@ -63,10 +66,10 @@ func NewGroup(c GroupConfig) (*Group, error) {
 	return g, nil
 }
 
-var errZeroGroup = fmt.Errorf("%w: nil or zero eventloop.Group (make one with eventloop.NewGroup)", ErrInvalidArgument)
+var errZeroGroup = fmt.Errorf("%w: nil or zero netloop.Group (make one with netloop.NewGroup)", ErrInvalidArgument)
 
 // Loops returns the Group's Loops.
-func (g *Group) Loops() []*Loop {
+func (g *Group) Loops() []*eventloop.Loop {
 	if g == nil {
 		return nil
 	}
@@ -77,7 +80,7 @@ func (g *Group) Loops() []*Loop {
 // caller's), with h as Run's Handler, and returns when all have returned:
 // after Shutdown, Close or ctx's end, or when one fails (the others are
 // then shut down). It returns the first error, or ctx's.
-func (g *Group) Run(ctx context.Context, h Handler) error {
+func (g *Group) Run(ctx context.Context, h eventloop.Handler) error {
 	if g == nil || len(g.loops) == 0 {
 		return errZeroGroup
 	}
@@ -111,7 +114,7 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	return nil
 }
 
-// Shutdown shuts every Loop down (see Loop.Shutdown).
+// Shutdown shuts every Loop down (see eventloop.Loop.Shutdown).
 func (g *Group) Shutdown() {
 	if g == nil {
 		return
@@ -121,8 +124,8 @@ func (g *Group) Shutdown() {
 	}
 }
 
-// Close closes every Loop (see Loop.Close), and with them the Group's
-// listeners. Closing twice returns an error matching ErrClosed.
+// Close closes every Loop (see eventloop.Loop.Close), and with them the
+// Group's listeners and Conns. Closing twice returns an error matching ErrClosed.
 func (g *Group) Close() error {
 	if g == nil {
 		return errZeroGroup
@@ -134,6 +137,15 @@ func (g *Group) Close() error {
 	return errors.Join(errs...)
 }
 
+// AcceptPauses counts the times a listener of the Group paused accepting
+// after accept failed (out of descriptors, typically).
+func (g *Group) AcceptPauses() uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.pauses.Load()
+}
+
 // pick chooses the Loop for a new connection, and counts it as pending
 // there until the accept function has run.
 func (g *Group) pick() int {
@@ -142,7 +154,7 @@ func (g *Group) pick() int {
 	case LeastConnections:
 		best := int64(-1)
 		for k, l := range g.loops {
-			n := int64(l.Conns()) + g.pending[k].Load()
+			n := int64(Conns(l)) + g.pending[k].Load()
 			if best < 0 || n < best {
 				i, best = k, n
 			}

@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -53,13 +54,13 @@ func TestGroupEcho(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, g.Loops(), loops)
 			perLoop := make([]atomic.Int64, loops)
-			index := map[*Loop]int{}
+			index := map[*eventloop.Loop]int{}
 			for i, l := range g.Loops() {
 				index[l] = i
 			}
-			addr, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *Loop, c *socket.TCPConn) {
+			addr, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
 				perLoop[index[l]].Add(1)
-				_, err := l.AddConn(c, newEcho(), ConnConfig{})
+				_, err := Add(l, c, newEcho(), Config{})
 				require.NoError(t, err)
 			}, tc.opts...)
 			require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestGroupEcho(t *testing.T) {
 				}
 			}
 			for _, l := range g.Loops() {
-				eventually(t, "the Conns to close", func() bool { return l.Conns() == 0 })
+				eventually(t, "the Conns to close", func() bool { return Conns(l) == 0 })
 			}
 		})
 	}
@@ -116,13 +117,13 @@ func TestGroupErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	var zero Group
 	require.ErrorIs(t, zero.Run(context.Background(), nil), ErrInvalidArgument)
-	_, err = zero.ListenTCP("tcp", "127.0.0.1:0", func(*Loop, *socket.TCPConn) {})
+	_, err = zero.ListenTCP("tcp", "127.0.0.1:0", func(*eventloop.Loop, *socket.TCPConn) {})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	g, err := NewGroup(GroupConfig{Loops: 2})
 	require.NoError(t, err)
 	_, err = g.ListenTCP("tcp", "127.0.0.1:0", nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = g.ListenTCP("udp", "127.0.0.1:0", func(*Loop, *socket.TCPConn) {})
+	_, err = g.ListenTCP("udp", "127.0.0.1:0", func(*eventloop.Loop, *socket.TCPConn) {})
 	require.Error(t, err)
 	require.NoError(t, g.Close())
 	require.ErrorIs(t, g.Close(), ErrClosed)

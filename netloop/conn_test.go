@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -69,13 +70,13 @@ func clientPair(t *testing.T) (*socket.UnixConn, net.Conn) {
 func TestConnEcho(t *testing.T) {
 	for _, workers := range []int{1, 3} {
 		t.Run(map[int]string{1: "one worker", 3: "three workers"}[workers], func(t *testing.T) {
-			l := newLoop(t, Config{Workers: workers})
+			l := newLoop(t, eventloop.Config{Workers: workers})
 			start(t, l, nil)
 			s, client := clientPair(t)
 			h := newEcho()
-			c, err := l.AddConn(s, h, ConnConfig{})
+			c, err := Add(l, s, h, Config{})
 			require.NoError(t, err)
-			require.Equal(t, 1, l.Conns())
+			require.Equal(t, 1, Conns(l))
 			rng := rand.New(rand.NewPCG(1, 2))
 			for _, size := range []int{1, 7, 100, 4096, 65536 + 3, 1 << 20, 13} {
 				msg := make([]byte, size)
@@ -98,7 +99,7 @@ func TestConnEcho(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, rest)
 			require.NoError(t, <-h.closed)
-			eventually(t, "the Conn to leave", func() bool { return l.Conns() == 0 })
+			eventually(t, "the Conn to leave", func() bool { return Conns(l) == 0 })
 			require.True(t, c.Closed())
 		})
 	}
@@ -122,11 +123,11 @@ func (s *countStream) Read(b []byte) (int, error) {
 // A short read ends a read pass: a small message costs one read, not a
 // second one that would only return EAGAIN.
 func TestConnShortReadOneReadPerMessage(t *testing.T) {
-	l := newLoop(t, Config{})
+	l := newLoop(t, eventloop.Config{})
 	start(t, l, nil)
 	s, client := clientPair(t)
 	cs := &countStream{Stream: s}
-	_, err := l.AddConn(cs, newEcho(), ConnConfig{})
+	_, err := Add(l, cs, newEcho(), Config{})
 	require.NoError(t, err)
 	const msgs = 200
 	buf := make([]byte, 32)
@@ -147,12 +148,12 @@ func TestConnShortReadOneReadPerMessage(t *testing.T) {
 // queue passes HighWater, so its memory stays bounded; when the client
 // reads again, everything comes back.
 func TestConnBackPressure(t *testing.T) {
-	l := newLoop(t, Config{})
+	l := newLoop(t, eventloop.Config{})
 	start(t, l, nil)
 	s, client := clientPair(t)
 	h := newEcho()
-	cfg := ConnConfig{HighWater: 64 << 10, LowWater: 16 << 10, MaxWriteQueue: 256 << 10}
-	c, err := l.AddConn(s, h, cfg)
+	cfg := Config{HighWater: 64 << 10, LowWater: 16 << 10, MaxWriteQueue: 256 << 10}
+	c, err := Add(l, s, h, cfg)
 	require.NoError(t, err)
 	const total = 8 << 20
 	sent := make(chan error, 1)
@@ -177,7 +178,7 @@ func TestConnBackPressure(t *testing.T) {
 	for range 5 {
 		quiesce(t, l)
 		done := make(chan struct{})
-		require.NoError(t, l.Post(func(*Loop) {
+		require.NoError(t, l.Post(func(*eventloop.Loop) {
 			queued.Store(int64(c.Queued()))
 			buffered.Store(int64(c.Buffered()))
 			close(done)
@@ -198,9 +199,9 @@ func TestConnBackPressure(t *testing.T) {
 
 // Write beyond MaxWriteQueue is refused whole.
 func TestConnWriteQueueFull(t *testing.T) {
-	l := newLoop(t, Config{})
+	l := newLoop(t, eventloop.Config{})
 	s, _ := clientPair(t)
-	c, err := l.AddConn(s, newEcho(), ConnConfig{MaxWriteQueue: 1024, HighWater: 512})
+	c, err := Add(l, s, newEcho(), Config{MaxWriteQueue: 1024, HighWater: 512})
 	require.NoError(t, err)
 	n, err := c.Write(make([]byte, 1000))
 	require.NoError(t, err)
@@ -222,11 +223,11 @@ func (n nothing) expect(t *testing.T) error { return <-n.closed }
 // A handler that consumes nothing of a full buffer ends its Conn with
 // ErrReadBufferFull, not with unbounded memory.
 func TestConnReadBufferFull(t *testing.T) {
-	l := newLoop(t, Config{})
+	l := newLoop(t, eventloop.Config{})
 	start(t, l, nil)
 	s, client := clientPair(t)
 	h := newNothing()
-	_, err := l.AddConn(s, h, ConnConfig{MaxReadBuffer: 64 << 10})
+	_, err := Add(l, s, h, Config{MaxReadBuffer: 64 << 10})
 	require.NoError(t, err)
 	go func() { _, _ = client.Write(make([]byte, 1<<20)) }()
 	require.ErrorIs(t, h.expect(t), ErrReadBufferFull)
@@ -235,11 +236,11 @@ func TestConnReadBufferFull(t *testing.T) {
 // Async from other goroutines runs in the Conn's calls; Close from one of
 // them closes after the queued output.
 func TestConnAsyncAndClose(t *testing.T) {
-	l := newLoop(t, Config{Workers: 2})
+	l := newLoop(t, eventloop.Config{Workers: 2})
 	start(t, l, nil)
 	s, client := clientPair(t)
 	h := newEcho()
-	c, err := l.AddConn(s, h, ConnConfig{})
+	c, err := Add(l, s, h, Config{})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for i := range 10 {
@@ -275,11 +276,11 @@ func (e *eofReply) ReadClosed(c *Conn) {
 }
 
 func TestConnReadClosedHook(t *testing.T) {
-	l := newLoop(t, Config{})
+	l := newLoop(t, eventloop.Config{})
 	start(t, l, nil)
 	s, client := clientPair(t)
 	h := &eofReply{echo: *newEcho()}
-	c, err := l.AddConn(s, h, ConnConfig{})
+	c, err := Add(l, s, h, Config{})
 	require.NoError(t, err)
 	_, err = client.Write([]byte("hello "))
 	require.NoError(t, err)
@@ -287,7 +288,7 @@ func TestConnReadClosedHook(t *testing.T) {
 	rest, err := io.ReadAll(client)
 	require.NoError(t, err)
 	require.Equal(t, "hello that was all", string(rest))
-	require.Equal(t, 1, l.Conns(), "the Conn stays open after CloseWrite")
+	require.Equal(t, 1, Conns(l), "the Conn stays open after CloseWrite")
 	done := make(chan struct{})
 	require.NoError(t, c.Async(func(c *Conn) { c.Close(); close(done) }))
 	<-done
@@ -295,16 +296,16 @@ func TestConnReadClosedHook(t *testing.T) {
 }
 
 func TestConnConfigErrors(t *testing.T) {
-	l := newLoop(t, Config{})
-	for _, cfg := range []ConnConfig{
+	l := newLoop(t, eventloop.Config{})
+	for _, cfg := range []Config{
 		{MaxReadBuffer: -1},
 		{HighWater: 100, LowWater: 100},
 		{MaxWriteQueue: 10, HighWater: 100},
 	} {
 		s, _ := clientPair(t)
-		_, err := l.AddConn(s, newEcho(), cfg)
+		_, err := Add(l, s, newEcho(), cfg)
 		require.ErrorIs(t, err, ErrInvalidArgument, "%+v", cfg)
 	}
-	_, err := l.AddConn(nil, newEcho(), ConnConfig{})
+	_, err := Add(l, nil, newEcho(), Config{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }

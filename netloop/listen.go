@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"errors"
@@ -7,14 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
 
 // AcceptFunc receives a connection a Group's listener accepted, on the
-// Loop it is to live on (typically it calls l.AddConn). It owns the
-// connection.
-type AcceptFunc func(l *Loop, c *socket.TCPConn)
+// Loop it is to live on (typically it calls Add). It owns the connection.
+type AcceptFunc func(l *eventloop.Loop, c *socket.TCPConn)
 
 // ListenOption configures Group.ListenTCP.
 type ListenOption func(*listenConfig)
@@ -40,7 +40,7 @@ const acceptBackoff = 100 * time.Millisecond
 // listener is one listening socket on one Loop.
 type listener struct {
 	g      *Group
-	l      *Loop
+	l      *eventloop.Loop
 	ln     *socket.TCPListener
 	accept AcceptFunc
 	tok    poll.Token
@@ -63,7 +63,7 @@ func (g *Group) ListenTCP(network, addr string, accept AcceptFunc, opts ...Liste
 		return nil, errZeroGroup
 	}
 	if accept == nil {
-		return nil, fmt.Errorf("%w: eventloop: ListenTCP needs an AcceptFunc", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: netloop: ListenTCP needs an AcceptFunc", ErrInvalidArgument)
 	}
 	var c listenConfig
 	for _, o := range opts {
@@ -106,7 +106,7 @@ func (g *Group) ListenTCP(network, addr string, accept AcceptFunc, opts ...Liste
 }
 
 // serve puts a listener on l. On error the listener is closed.
-func (g *Group) serve(l *Loop, ln *socket.TCPListener, accept AcceptFunc, own bool) error {
+func (g *Group) serve(l *eventloop.Loop, ln *socket.TCPListener, accept AcceptFunc, own bool) error {
 	s := &listener{g: g, l: l, ln: ln, accept: accept, own: own}
 	s.backoff, s.backoffSet = poll.NewRegistration()
 	tok, err := l.Add(ln, poll.Readable, poll.Edge, s)
@@ -116,7 +116,7 @@ func (g *Group) serve(l *Loop, ln *socket.TCPListener, accept AcceptFunc, own bo
 		return err
 	}
 	s.tok = tok
-	if _, err := l.Add(s.backoff, poll.Readable, poll.Edge, SourceFunc(s.resume)); err != nil {
+	if _, err := l.Add(s.backoff, poll.Readable, poll.Edge, eventloop.SourceFunc(s.resume)); err != nil {
 		return errors.Join(err, l.Remove(tok))
 	}
 	return nil
@@ -124,11 +124,11 @@ func (g *Group) serve(l *Loop, ln *socket.TCPListener, accept AcceptFunc, own bo
 
 // Ready accepts until the listener would block: under Edge the next event
 // comes only with a new connection.
-func (s *listener) Ready(l *Loop, ev poll.Event) Action {
+func (s *listener) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	for {
 		c, err := s.ln.Accept()
 		if errors.Is(err, socket.ErrWouldBlock) {
-			return Keep
+			return eventloop.Keep
 		}
 		if err != nil {
 			return s.pause()
@@ -151,7 +151,7 @@ func (s *listener) handOff(c *socket.TCPConn) {
 		s.accept(to, c)
 		return
 	}
-	if err := to.Post(func(l *Loop) {
+	if err := to.Post(func(l *eventloop.Loop) {
 		g.pending[i].Add(-1)
 		s.accept(l, c)
 	}); err != nil {
@@ -165,23 +165,23 @@ func (s *listener) handOff(c *socket.TCPConn) {
 // spin. The listener is disarmed and re-armed after acceptBackoff by the
 // Poll's own timing wheel; re-arming reports it at once if connections
 // queued up meanwhile.
-func (s *listener) pause() Action {
-	s.l.stats.acceptPauses.Add(1)
+func (s *listener) pause() eventloop.Action {
+	s.g.pauses.Add(1)
 	if err := s.backoffSet.DelayReadiness(poll.Readable, acceptBackoff); err != nil {
-		return Keep
+		return eventloop.Keep
 	}
-	return Disarm
+	return eventloop.Disarm
 }
 
 // resume is the backoff Registration's handler.
-func (s *listener) resume(l *Loop, ev poll.Event) Action {
+func (s *listener) resume(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	_ = s.backoffSet.UnsetReadiness(poll.Readable)
 	_ = l.Rearm(s.tok) // fails only if the listener was removed
-	return Keep
+	return eventloop.Keep
 }
 
 // Removed closes the listener and its backoff Registration.
-func (s *listener) Removed(l *Loop, t poll.Token) {
+func (s *listener) Removed(l *eventloop.Loop, t poll.Token) {
 	_ = s.ln.Close()
 	_ = s.backoff.Close()
 }

@@ -1,4 +1,4 @@
-package eventloop
+package netloop
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
@@ -90,17 +91,17 @@ func (p *pressureRec) Pressure(c *Conn, high bool) {
 
 // onLoop runs f as a posted function of l, driving l with RunOnce on the
 // test's goroutine (no Run serves it), and returns once f has run.
-func onLoop(t *testing.T, l *Loop, f func()) {
+func onLoop(t *testing.T, l *eventloop.Loop, f func()) {
 	t.Helper()
 	ran := false
-	require.NoError(t, l.Post(func(*Loop) { f(); ran = true }))
+	require.NoError(t, l.Post(func(*eventloop.Loop) { f(); ran = true }))
 	for i := 0; !ran; i++ {
 		require.Less(t, i, 10, "the posted function did not run")
 		require.NoError(t, l.RunOnce(0, nil))
 	}
 }
 
-// The water marks at their exact edges, as ConnConfig states them: the
+// The water marks at their exact edges, as Config states them: the
 // Conn stops reading (Pressure true) when more than HighWater is queued,
 // not at HighWater, and resumes (Pressure false) when the queue falls to
 // LowWater, not to LowWater+1. A one-page pipe makes each flush take
@@ -111,11 +112,11 @@ func TestConnWaterMarksAtTheEdge(t *testing.T) {
 	const low = 100
 	for _, w := range connWriters {
 		t.Run(w.name, func(t *testing.T) {
-			l := newLoop(t, Config{})
+			l := newLoop(t, eventloop.Config{})
 			ps, r, size := newPipeStream(t)
 			high := size + low
 			h := &pressureRec{}
-			c, err := l.AddConn(ps, h, ConnConfig{LowWater: low, HighWater: high, MaxWriteQueue: high + size})
+			c, err := Add(l, ps, h, Config{LowWater: low, HighWater: high, MaxWriteQueue: high + size})
 			require.NoError(t, err)
 			write := func(n int) {
 				t.Helper()
