@@ -39,10 +39,10 @@ func TestSelectorEdgeAlwaysWritable(t *testing.T) {
 }
 
 // Under emulation a reported condition stays out of the kernel's view
-// until Rearm: data that arrives before the caller re-arms is reported
+// until Drained: data that arrives before the caller re-arms is reported
 // once it does (at once, if it is still there). Natively it is a new edge
-// anyway, and Rearm costs nothing.
-func TestSelectorEdgeRearm(t *testing.T) {
+// anyway, and Drained costs nothing.
+func TestSelectorEdgeDrained(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
 		p := newSocketpair(t)
 		require.NoError(t, s.Add(p.a, 1, Readable, Edge))
@@ -58,21 +58,21 @@ func TestSelectorEdgeRearm(t *testing.T) {
 		}
 		// Re-arming with data still unread: reported (poll) or not new
 		// (native); never lost either way once the caller drains.
-		require.NoError(t, s.Rearm(p.a, Readable))
+		require.NoError(t, s.Drained(p.a, Readable))
 		if !s.Traits().NativeEdge {
 			waitEvent(t, s, 1)
 		}
 		drainFd(t, p.a)
-		require.NoError(t, s.Rearm(p.a, Readable))
+		require.NoError(t, s.Drained(p.a, Readable))
 		requireNoEvent(t, s, 1)
 		writeByte(t, p.b)
 		waitEvent(t, s, 1)
 
-		// Rearm of what is not quiet, or of a level registration, changes
+		// Drained for what is not quiet, or for a level registration, changes
 		// nothing.
-		require.NoError(t, s.Rearm(p.a, Writable))
+		require.NoError(t, s.Drained(p.a, Writable))
 		require.NoError(t, s.Modify(p.a, 2, Readable, Level))
-		require.NoError(t, s.Rearm(p.a, Readable))
+		require.NoError(t, s.Drained(p.a, Readable))
 		waitEvent(t, s, 2)
 		waitEvent(t, s, 2)
 	})

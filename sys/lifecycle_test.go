@@ -30,7 +30,7 @@ func TestSelectorClosedRefusesEverything(t *testing.T) {
 			require.ErrorIs(t, s.Add(p.b, 2, Readable, Level), ErrClosed)
 			require.ErrorIs(t, s.Modify(p.a, 1, Readable, Level), ErrClosed)
 			require.ErrorIs(t, s.Delete(p.a), ErrClosed)
-			require.ErrorIs(t, s.Rearm(p.a, Readable), ErrClosed)
+			require.ErrorIs(t, s.Drained(p.a, Readable), ErrClosed)
 			start := time.Now()
 			_, _, err = s.Select(make([]Event, 4), 300*time.Millisecond)
 			require.ErrorIs(t, err, ErrClosed)
@@ -61,8 +61,8 @@ func TestSelectorDescriptorErrors(t *testing.T) {
 			require.ErrorIs(t, err, unix.ENOENT, "%s of an open descriptor that is not registered", name)
 		}
 		if !s.Traits().NativeEdge {
-			require.ErrorIs(t, s.Rearm(notOpen, Readable), unix.EBADF)
-			require.ErrorIs(t, s.Rearm(p.a, Readable), unix.ENOENT)
+			require.ErrorIs(t, s.Drained(notOpen, Readable), unix.EBADF)
+			require.ErrorIs(t, s.Drained(p.a, Readable), unix.ENOENT)
 		}
 		require.ErrorIs(t, s.Add(p.a, ReservedKey, Readable, Level), unix.EINVAL)
 		require.NoError(t, s.Add(p.a, 1, Readable, Level))

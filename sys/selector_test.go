@@ -202,7 +202,7 @@ func TestSelectorEdge(t *testing.T) {
 			requireNoEvent(t, s, 1) // not drained, but no new data
 			// The documented rule: read until EAGAIN, then re-arm.
 			drainFd(t, p.a)
-			require.NoError(t, s.Rearm(p.a, Readable))
+			require.NoError(t, s.Drained(p.a, Readable))
 			requireNoEvent(t, s, 1)
 		}
 	})
