@@ -21,12 +21,10 @@ package main
 // channel does. One op is one notification; the rate is the result.
 
 import (
-	"encoding/binary"
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -162,7 +160,7 @@ func notifyUnipoll(b *testing.B, _ int) {
 	var allowed uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.BenchCPU(b)
 	for i := range total {
 		if i-allowed >= notifyWindow {
 			allowed = cr.await(i)
@@ -175,7 +173,7 @@ func notifyUnipoll(b *testing.B, _ int) {
 	}
 	res := <-done
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 	if res.err != nil {
 		b.Fatal(res.err)
 	}
@@ -195,92 +193,29 @@ func notifyChan(b *testing.B, _ int) {
 	}()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.BenchCPU(b)
 	for i := range total {
 		ch <- poll.Token(i % notifyRegs)
 	}
 	<-done
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 	b.ReportMetric(1, "events/op")
 }
 
-// rawEventfd is an eventfd watched by an epoll instance of its own, with
-// nothing of unipoll in between.
-type rawEventfd struct {
-	efd, epfd int
-	evs       []unix.EpollEvent
-}
-
-func newRawEventfd(b *testing.B, edge bool) *rawEventfd {
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		b.Fatal(err)
-	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { unix.Close(efd); unix.Close(epfd) })
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}
-	if edge {
-		ev.Events |= unix.EPOLLET
-	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
-		b.Fatal(err)
-	}
-	return &rawEventfd{efd: efd, epfd: epfd, evs: make([]unix.EpollEvent, 1)}
-}
-
-func (r *rawEventfd) add(v uint64) error {
-	var buf [8]byte
-	binary.NativeEndian.PutUint64(buf[:], v)
-	for {
-		if _, err := unix.Write(r.efd, buf[:]); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-func (r *rawEventfd) wait() error {
-	for {
-		n, err := unix.EpollWait(r.epfd, r.evs, -1)
-		if err == unix.EINTR || err == nil && n == 0 {
-			continue
-		}
-		return err
-	}
-}
-
-func (r *rawEventfd) take() (uint64, error) {
-	var buf [8]byte
-	for {
-		_, err := unix.Read(r.efd, buf[:])
-		switch err {
-		case nil:
-			return binary.NativeEndian.Uint64(buf[:]), nil
-		case unix.EAGAIN:
-			return 0, nil
-		case unix.EINTR:
-			continue
-		}
-		return 0, err
-	}
-}
-
 func notifyEventfd(b *testing.B, _ int) {
-	r := newRawEventfd(b, false)
+	r := testsupport.NewRawEventfd(b, false)
 	cr := newCredit()
 	total := uint64(b.N)
 	done := make(chan error, 1)
 	go func() {
 		var got uint64
 		for got < total {
-			if err := r.wait(); err != nil {
+			if err := r.Wait(); err != nil {
 				done <- err
 				return
 			}
-			v, err := r.take()
+			v, err := r.Take()
 			if err != nil {
 				done <- err
 				return
@@ -293,18 +228,18 @@ func notifyEventfd(b *testing.B, _ int) {
 	var allowed uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.BenchCPU(b)
 	for i := range total {
 		if i-allowed >= notifyWindow {
 			allowed = cr.await(i)
 		}
-		if err := r.add(1); err != nil {
+		if err := r.Add(1); err != nil {
 			b.Fatal(err)
 		}
 	}
 	err := <-done
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 	if err != nil {
 		b.Fatal(err)
 	}
