@@ -32,7 +32,7 @@ func TestConcurrentClose(t *testing.T) {
 
 func closeDuringActivity(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	nreg := rapid.IntRange(0, 4).Draw(t, "registrations")
 	nsock := rapid.IntRange(0, 2).Draw(t, "sockets")
 	consumers := rapid.IntRange(1, 2).Draw(t, "consumers")

@@ -30,7 +30,7 @@ func TestConcurrentFdReuse(t *testing.T) {
 
 func fdReuse(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	cycles := rapid.IntRange(1, 40).Draw(t, "cycles")
 	sched := drawSchedule(t, 2*cycles, "pauses")

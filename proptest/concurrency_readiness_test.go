@@ -36,7 +36,7 @@ func TestConcurrentNoLostReadiness(t *testing.T) {
 
 func noLostReadiness(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	const interest = poll.Readable | poll.Writable | poll.Error | poll.Hup
 	const all = interest | poll.Priority

@@ -65,7 +65,7 @@ func TestConcurrentRetire(t *testing.T) {
 
 func retire(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	var clock atomic.Int64
 	var mu sync.RWMutex // guards tokens (the map; the infos are immutable or atomic)

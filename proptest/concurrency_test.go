@@ -80,7 +80,9 @@ func drawSchedule(t *rapid.T, n int, label string) []int {
 // waker), and a long one.
 var spinChoices = []time.Duration{0, -1, 200 * time.Microsecond}
 
-func newPoll(t *rapid.T, be string) *poll.Poll {
+// drawPoll opens a Poll on backend be with a drawn SpinWait; the caller
+// closes it (a rapid.T has no cleanup).
+func drawPoll(t *rapid.T, be string) *poll.Poll {
 	spin := rapid.SampledFrom(spinChoices).Draw(t, "spin wait (0 default, -1 none)")
 	p, err := poll.NewWithConfig(poll.Config{Backend: be, SpinWait: spin})
 	if err != nil {

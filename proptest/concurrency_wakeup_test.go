@@ -53,7 +53,7 @@ func TestConcurrentNoLostWakeup(t *testing.T) {
 
 func noLostWakeup(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	producers := rapid.IntRange(1, 4).Draw(t, "producers")
 	rounds := rapid.IntRange(1, 30).Draw(t, "rounds")

@@ -36,7 +36,7 @@ type fairSource struct {
 
 func fairness(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	n := rapid.IntRange(2, 8).Draw(t, "sources")
 	srcs := make([]*fairSource, n)

@@ -119,7 +119,7 @@ func timerRace(t *rapid.T, be string) {
 	opts := rapid.SampledFrom(optsChoices).Draw(t, "consumer opts")
 	totals.rounds.Add(1)
 
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	tm, err := timer.New[int](timer.Tick(res))
 	if err != nil {

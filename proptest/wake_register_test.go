@@ -46,7 +46,7 @@ type wakeToken struct {
 
 func registerWakes(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	timeout := rapid.SampledFrom([]time.Duration{-1, 5 * time.Second}).Draw(t, "consumer timeout")
 	tl := "Poll(-1)"

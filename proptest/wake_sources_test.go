@@ -89,7 +89,7 @@ const (
 
 func wakeSources(t *rapid.T, be string) {
 	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	capacity := rapid.IntRange(1, 4).Draw(t, "capacity")
 	var mu sync.RWMutex
