@@ -93,7 +93,7 @@ func (p *threadProbe) waitAsleep(d time.Duration, stop *atomic.Bool) bool {
 		if (stop != nil && stop.Load()) || time.Now().After(deadline) {
 			return false
 		}
-		waitFor(probePeriod)
+		pace(probePeriod)
 	}
 }
 
@@ -152,6 +152,6 @@ func awaitWakeOr(done, abort <-chan struct{}, probe *threadProbe, from time.Time
 	}
 }
 
-// waitFor blocks the calling goroutine for about d. It is for pacing a
+// pace blocks the calling goroutine for about d. It is for pacing a
 // sampling loop, never for ordering two events.
-func waitFor(d time.Duration) { <-time.After(d) }
+func pace(d time.Duration) { <-time.After(d) }
