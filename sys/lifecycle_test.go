@@ -129,3 +129,60 @@ func waitReadable(t *testing.T, fd int, timeout time.Duration) {
 		}
 	}
 }
+
+func TestSelectorClosedWithoutDelete(t *testing.T) {
+	forEachSelector(t, func(t *testing.T, s Selector) {
+		p := newPipe(t)
+		writeByte(t, p.b)
+		require.NoError(t, s.Add(p.a, 1, Readable, Level))
+		waitEvent(t, s, 1)
+		fd := p.a
+		p.closeA(t)
+
+		waits := s.Counters().Waits
+		start := time.Now()
+		evs := selectEvents(t, s, 4, quiet)
+		require.Empty(t, evs)
+		require.GreaterOrEqual(t, time.Since(start), quiet)
+		// One poll sees POLLNVAL and disarms, one waits out the rest: no
+		// spinning.
+		require.LessOrEqual(t, s.Counters().Waits-waits, uint64(3))
+		// Its entry goes with Delete, which answers as epoll does for a
+		// descriptor that is no longer open.
+		require.ErrorIs(t, s.Delete(fd), unix.EBADF)
+	})
+}
+
+func TestSelectorRegistrationErrors(t *testing.T) {
+	forEachSelector(t, func(t *testing.T, s Selector) {
+		p := newPipe(t)
+		require.NoError(t, s.Add(p.a, 1, Readable, Level))
+		require.Error(t, s.Add(p.a, 1, Readable, Level), "added twice")
+		require.Error(t, s.Modify(p.b, 1, Readable, Level), "not registered")
+		require.Error(t, s.Delete(p.b), "not registered")
+		const badFd = 1 << 22 // above any descriptor limit
+		require.Error(t, s.Add(badFd, 1, Readable, Level))
+		require.Error(t, s.Add(-1, 1, Readable, Level))
+	})
+}
+
+func TestSelectorCloseTwiceAndWakeAfterClose(t *testing.T) {
+	for _, c := range selectorCases() {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := c.open()
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Wake())
+		})
+	}
+}
+
+func TestNewUnknownBackend(t *testing.T) {
+	_, err := New("no-such-backend")
+	require.ErrorIs(t, err, ErrUnknownBackend)
+	_, err = NewWithOptions("", Options{Wait: "spin"})
+	require.ErrorIs(t, err, ErrUnknownWait)
+	require.Contains(t, Backends(), BackendPoll)
+	require.Equal(t, defaultBackend, Backends()[0])
+}
