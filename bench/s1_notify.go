@@ -72,45 +72,6 @@ func runNotify(r *Runner) (*Section, error) {
 	return sec, nil
 }
 
-// credit is the flow control of the unipoll and eventfd variants.
-type credit struct {
-	consumed atomic.Uint64
-	_        [56]byte
-	waiting  atomic.Bool   // the producer is parked, or about to park
-	wake     chan struct{} // capacity 1
-}
-
-func newCredit() *credit { return &credit{wake: make(chan struct{}, 1)} }
-
-// await returns once the consumer has accounted for more than
-// i-notifyWindow notifications, with its count. Producer only.
-func (c *credit) await(i uint64) uint64 {
-	for {
-		if n := c.consumed.Load(); i-n < notifyWindow {
-			return n
-		}
-		c.waiting.Store(true)
-		// Look again after announcing: the consumer stores its count before
-		// it reads waiting, so one of the two sees the other.
-		if n := c.consumed.Load(); i-n < notifyWindow {
-			c.waiting.Store(false)
-			return n
-		}
-		<-c.wake
-	}
-}
-
-// publish records the consumer's count and unparks the producer.
-func (c *credit) publish(n uint64) {
-	c.consumed.Store(n)
-	if c.waiting.Load() && c.waiting.CompareAndSwap(true, false) {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
 type padded struct {
 	v atomic.Uint64
 	_ [56]byte
@@ -132,7 +93,7 @@ func notifyUnipoll(b *testing.B, _ int) {
 		sets[i] = set
 	}
 	var pending [notifyRegs]padded
-	cr := newCredit()
+	cr := testsupport.NewCredit(notifyWindow)
 	total := uint64(b.N)
 	type result struct {
 		events uint64
@@ -152,19 +113,16 @@ func notifyUnipoll(b *testing.B, _ int) {
 			for e := range ev.All() {
 				got += pending[e.Token].v.Swap(0)
 			}
-			cr.publish(got)
+			cr.Publish(got)
 		}
 		done <- result{events: events}
 	}()
 	w0 := p.Stats().WakerWrites
-	var allowed uint64
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := testsupport.BenchCPU(b)
 	for i := range total {
-		if i-allowed >= notifyWindow {
-			allowed = cr.await(i)
-		}
+		cr.Take(i)
 		k := i % notifyRegs
 		pending[k].v.Add(1)
 		if err := sets[k].SetReadiness(poll.Readable); err != nil {
@@ -203,44 +161,4 @@ func notifyChan(b *testing.B, _ int) {
 	b.ReportMetric(1, "events/op")
 }
 
-func notifyEventfd(b *testing.B, _ int) {
-	r := testsupport.NewRawEventfd(b, false)
-	cr := newCredit()
-	total := uint64(b.N)
-	done := make(chan error, 1)
-	go func() {
-		var got uint64
-		for got < total {
-			if err := r.Wait(); err != nil {
-				done <- err
-				return
-			}
-			v, err := r.Take()
-			if err != nil {
-				done <- err
-				return
-			}
-			got += v
-			cr.publish(got)
-		}
-		done <- nil
-	}()
-	var allowed uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
-	for i := range total {
-		if i-allowed >= notifyWindow {
-			allowed = cr.await(i)
-		}
-		if err := r.Add(1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	err := <-done
-	b.StopTimer()
-	cpu()
-	if err != nil {
-		b.Fatal(err)
-	}
-}
+func notifyEventfd(b *testing.B, _ int) { testsupport.NotifyEventfd(b, notifyWindow) }

@@ -5,7 +5,6 @@ package poll
 // bench_linux_test.go).
 
 import (
-	"sync/atomic"
 	"testing"
 
 	"github.com/unipoll/unipoll/internal/testsupport"
@@ -17,8 +16,9 @@ import (
 // One op is one notification: the producer (the benchmark goroutine) makes
 // b.N of them as fast as it may; a consumer goroutine receives them; the
 // clock stops when the consumer has accounted for all b.N. Flow control is
-// a window of benchNotifyWindow notifications: the producer may be at most
-// that many ahead of what the consumer has accounted for.
+// a window of benchNotifyWindow notifications (testsupport.Credit): the
+// producer may be at most that many ahead of what the consumer has
+// accounted for, and parks when it is.
 //
 //   - unipoll: 64 edge-triggered Registrations, used round robin. One
 //     notification is pending[k].Add(1) (the "message", as a channel
@@ -35,12 +35,12 @@ import (
 //   - chan: a Go channel of Tokens with a buffer of benchNotifyWindow (the
 //     channel's own blocking is the flow control); the consumer receives
 //     each one. events/op is 1 by construction.
-//   - eventfd: the system-call alternative of the RFC, one eventfd write(2)
-//     per notification; the consumer blocks in epoll_wait(2) on the
-//     (level-triggered) eventfd and read(2)s the counter, which tells it how
-//     many notifications it got; credit as for unipoll. The kernel's
-//     counter coalesces too: events/op is epoll_wait returns per
-//     notification.
+//   - eventfd: the system-call alternative, testsupport.NotifyEventfd: one
+//     eventfd write(2) per notification; the consumer blocks in
+//     epoll_wait(2) on the (level-triggered) eventfd and read(2)s the
+//     counter, which tells it how many notifications it got; credit as for
+//     unipoll. The kernel's counter coalesces too: events/op is epoll_wait
+//     returns per notification.
 //
 // Every notification must reach the consumer, so a benchmark that hangs
 // here (producer parked for credit, consumer blocked in Poll) has found a
@@ -70,7 +70,7 @@ func benchNotifyUnipoll(b *testing.B, backend string) {
 	p := benchPoll(b, backend)
 	sets := benchRegistrations(b, p, benchNotifyRegs, Edge)
 	var pending [benchNotifyRegs]benchPadded
-	credit := newBenchCredit()
+	credit := testsupport.NewCredit(benchNotifyWindow)
 	total := uint64(b.N)
 	done := make(chan benchConsumed, 1)
 	ev := NewEvents(benchNotifyRegs)
@@ -90,19 +90,17 @@ func benchNotifyUnipoll(b *testing.B, backend string) {
 			for i := range n {
 				got += pending[ev.At(i).Token].v.Swap(0)
 			}
-			credit.publish(got)
+			credit.Publish(got)
 		}
 		done <- benchConsumed{events: events, polls: polls}
 	}()
 	w0 := p.Stats().WakerWrites
-	var setCalls, allowed uint64
+	var setCalls uint64
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := testsupport.BenchCPU(b)
 	for i := range total {
-		if i-allowed >= benchNotifyWindow {
-			allowed = credit.await(i)
-		}
+		credit.Take(i)
 		k := i % benchNotifyRegs
 		pending[k].v.Add(1)
 		if err := sets[k].SetReadiness(Readable); err != nil {
@@ -121,49 +119,6 @@ func benchNotifyUnipoll(b *testing.B, backend string) {
 	b.ReportMetric(float64(res.events)/n, "events/op")
 	b.ReportMetric(float64(res.polls)/n, "polls/op")
 	b.ReportMetric(float64(p.Stats().WakerWrites-w0)/n, "wakes/op")
-}
-
-// benchCredit is the flow control of the unipoll and eventfd variants: the
-// consumer publishes how many notifications it has accounted for; a
-// producer that is benchNotifyWindow ahead parks until the consumer catches
-// up, as a sender on a full channel does (a spinning producer would hold a
-// core that the consumer may need on a loaded machine).
-type benchCredit struct {
-	consumed benchPadded
-	waiting  atomic.Bool   // the producer is parked, or about to park
-	wake     chan struct{} // capacity 1
-}
-
-func newBenchCredit() *benchCredit { return &benchCredit{wake: make(chan struct{}, 1)} }
-
-// await returns once the consumer has accounted for more than
-// i-benchNotifyWindow notifications, with its count. Producer only.
-func (c *benchCredit) await(i uint64) uint64 {
-	for {
-		if n := c.consumed.v.Load(); i-n < benchNotifyWindow {
-			return n
-		}
-		c.waiting.Store(true)
-		// Checked again after announcing: the consumer stores its count
-		// before it looks at waiting, so one of the two sees the other.
-		if n := c.consumed.v.Load(); i-n < benchNotifyWindow {
-			c.waiting.Store(false)
-			return n
-		}
-		<-c.wake
-	}
-}
-
-// publish records the consumer's count and unparks the producer. Consumer
-// only.
-func (c *benchCredit) publish(n uint64) {
-	c.consumed.v.Store(n)
-	if c.waiting.Load() && c.waiting.CompareAndSwap(true, false) {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 func benchNotifyChan(b *testing.B) {

@@ -21,6 +21,9 @@
 //   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric.
 //   - Latency, Waiter, LatencySettle: how long a blocked goroutine takes to
 //     run after another one wakes it (median-ns, p90-ns, p99-ns).
+//   - Credit: the flow control of a notification-throughput benchmark, a
+//     producer at most a window ahead of its consumer.
 //   - RawEventfd (Linux): the system-call baseline, an eventfd watched by
-//     an epoll instance of its own, with nothing of unipoll in between.
+//     an epoll instance of its own, with nothing of unipoll in between;
+//     NotifyEventfd, the notification-throughput benchmark on it.
 package testsupport
