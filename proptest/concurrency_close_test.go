@@ -25,13 +25,10 @@ import (
 // call after Close fails with ErrClosed, SetReadiness of a bound
 // Registration included.
 func TestConcurrentClose(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { closeDuringActivity(t, be) }
-	})
+	forEachBackend(t, closeDuringActivity)
 }
 
 func closeDuringActivity(t *rapid.T, be string) {
-	totals.checks.Add(1)
 	p := drawPoll(t, be)
 	nreg := rapid.IntRange(0, 4).Draw(t, "registrations")
 	nsock := rapid.IntRange(0, 2).Draw(t, "sockets")
@@ -52,10 +49,7 @@ func closeDuringActivity(t *rapid.T, be string) {
 	}
 	var peers []int
 	for i := 0; i < nsock; i++ {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatalf("socketpair: %v", err)
-		}
+		fds := socketPair(t)
 		defer unix.Close(fds[0])
 		defer unix.Close(fds[1])
 		if err := p.Register(poll.Fd(fds[0]), poll.Token(100+i), poll.Readable, drawOpts(t)); err != nil {
@@ -75,12 +69,7 @@ func closeDuringActivity(t *rapid.T, be string) {
 		wg.Add(1)
 		go func(s *poll.SetReadiness) {
 			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; !stopped(stop); i++ {
 				ok(s.SetReadiness(poll.Readable), "SetReadiness")
 				if i%3 == 0 {
 					ok(s.UnsetReadiness(poll.Readable), "UnsetReadiness")
@@ -96,12 +85,7 @@ func closeDuringActivity(t *rapid.T, be string) {
 		wg.Add(1)
 		go func(fd int) {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stopped(stop) {
 				_, _ = unix.Write(fd, []byte{1})
 				time.Sleep(100 * time.Microsecond)
 			}
@@ -110,12 +94,7 @@ func closeDuringActivity(t *rapid.T, be string) {
 	wg.Add(1)
 	go func() { // registrar
 		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for i := 0; !stopped(stop); i++ {
 			r, _ := poll.NewRegistration()
 			ok(p.Register(r, poll.Token(1000+i), poll.Readable, poll.Edge), "Register")
 			ok(p.Reregister(r, poll.Token(1000+i), poll.Writable, poll.Level), "Reregister")

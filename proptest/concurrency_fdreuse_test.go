@@ -23,13 +23,10 @@ import (
 // kernel event of the number's previous owner (which the generation in the
 // kernel key exists to recognise), and its token must carry it nowhere.
 func TestConcurrentFdReuse(t *testing.T) {
-	forEachBackendSoak(t, 4, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { fdReuse(t, be) }
-	})
+	forEachBackendSoak(t, 4, fdReuse)
 }
 
 func fdReuse(t *rapid.T, be string) {
-	totals.checks.Add(1)
 	p := drawPoll(t, be)
 	defer p.Close()
 	cycles := rapid.IntRange(1, 40).Draw(t, "cycles")
@@ -48,20 +45,12 @@ func fdReuse(t *rapid.T, be string) {
 	go func() {
 		defer close(done)
 		ev := poll.NewEvents(capacity)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stopped(stop) {
 			start := clock.Add(1)
-			if _, err := p.Poll(ev, 0); err != nil {
-				fails.add("Poll: %v", err)
+			if !consumerPoll(p, ev, 0, false, fails.add) {
 				return
 			}
-			totals.polls.Add(1)
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				mu.RLock()
 				q, r := quiet[e.Token], retiredAt[e.Token]
 				mu.RUnlock()
@@ -75,10 +64,7 @@ func fdReuse(t *rapid.T, be string) {
 		}
 	}()
 	open := func() (int, int) {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatalf("socketpair: %v", err)
-		}
+		fds := socketPair(t)
 		return fds[0], fds[1]
 	}
 	tok := poll.Token(0)

@@ -70,19 +70,11 @@ func noLostReadiness(t *rapid.T, be string) {
 	go func() {
 		defer close(consumerDone)
 		ev := poll.NewEvents(capacity)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := p.Poll(ev, 0); err != nil {
-				fails.add("Poll: %v", err)
+		for !stopped(stop) {
+			if !consumerPoll(p, ev, 0, false, fails.add) {
 				return
 			}
-			totals.polls.Add(1)
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				i := int(e.Token) - 1
 				if i < 0 || i >= n {
 					fails.add("event for unknown token %d", e.Token)

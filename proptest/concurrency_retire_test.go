@@ -58,13 +58,10 @@ type tokenInfo struct {
 // always carries readiness within the interest it was registered with,
 // even from a Poll call that overlaps the Reregister installing it.
 func TestConcurrentRetire(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { retire(t, be) }
-	})
+	forEachBackend(t, retire)
 }
 
 func retire(t *rapid.T, be string) {
-	totals.checks.Add(1)
 	p := drawPoll(t, be)
 	defer p.Close()
 	var clock atomic.Int64
@@ -91,10 +88,7 @@ func retire(t *rapid.T, be string) {
 	for i := range srcs {
 		s := &retireSource{a: -1, b: -1}
 		if rapid.Bool().Draw(t, "socket") {
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatalf("socketpair: %v", err)
-			}
+			fds := socketPair(t)
 			s.a, s.b = fds[0], fds[1]
 			defer unix.Close(s.a)
 			defer unix.Close(s.b)
@@ -145,12 +139,7 @@ func retire(t *rapid.T, be string) {
 		bg.Add(1)
 		go func(s *retireSource) {
 			defer bg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stopped(stop) {
 				if err := s.set.SetReadiness(poll.Readable | poll.Writable | poll.Hup); err != nil && !errors.Is(err, poll.ErrClosed) {
 					fails.add("SetReadiness: %v", err)
 					return
@@ -164,21 +153,13 @@ func retire(t *rapid.T, be string) {
 	go func() {
 		defer bg.Done()
 		ev := poll.NewEvents(capacity)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stopped(stop) {
 			start := clock.Add(1)
-			if _, err := p.Poll(ev, time.Millisecond); err != nil {
-				fails.add("Poll: %v", err)
+			if !consumerPoll(p, ev, time.Millisecond, false, fails.add) {
 				return
 			}
-			totals.polls.Add(1)
 			seen := map[poll.Token]bool{}
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				ti := lookup(e.Token)
 				if ti == nil {
 					fails.add("event %v: token never registered (rule 7)", e)

@@ -3,7 +3,9 @@
 package proptest
 
 import (
+	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"strings"
 	"sync"
@@ -91,15 +93,60 @@ func drawPoll(t *rapid.T, be string) *poll.Poll {
 	return p
 }
 
-func forEachBackend(t *testing.T, prop func(be string) func(*rapid.T)) {
+// forEachBackend checks prop on every backend under test, a subtest each.
+func forEachBackend(t *testing.T, prop func(t *rapid.T, be string)) {
 	forEachBackendSoak(t, 1, prop)
 }
 
 // forEachBackendSoak is forEachBackend for properties whose soak is divided
 // by soakDiv (see checkScaledSoak).
-func forEachBackendSoak(t *testing.T, soakDiv int, prop func(be string) func(*rapid.T)) {
+func forEachBackendSoak(t *testing.T, soakDiv int, prop func(t *rapid.T, be string)) {
 	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) { checkScaledSoak(t, 1, soakDiv, prop(b)) })
+		t.Run(b, func(t *testing.T) {
+			checkScaledSoak(t, 1, soakDiv, func(t *rapid.T) {
+				totals.checks.Add(1)
+				prop(t, b)
+			})
+		})
+	}
+}
+
+// consumerPoll is one Poll call of a consumer goroutine: it counts the call
+// in totals and reports whether the consumer goes on. Any error ends it and
+// is reported to fail, except ErrClosed where the property ends the run by
+// Close (untilClosed).
+func consumerPoll(p *poll.Poll, ev *poll.Events, timeout time.Duration, untilClosed bool, fail func(string, ...any)) bool {
+	_, err := p.Poll(ev, timeout)
+	switch {
+	case err == nil:
+		totals.polls.Add(1)
+		return true
+	case untilClosed && errors.Is(err, poll.ErrClosed):
+	default:
+		fail("Poll: %v", err)
+	}
+	return false
+}
+
+// counted yields the events of ev, counting each in totals.
+func counted(ev *poll.Events) iter.Seq[poll.Event] {
+	return func(yield func(poll.Event) bool) {
+		for e := range ev.All() {
+			totals.events.Add(1)
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// stopped reports whether stop is closed, without waiting.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -46,13 +46,10 @@ func (s *ackSource) evented() poll.Evented {
 // it acknowledges (unset, drain, reregister a oneshot), so every event is
 // attributed exactly: an event nobody waits for is counted as spurious.
 func TestConcurrentNoLostWakeup(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { noLostWakeup(t, be) }
-	})
+	forEachBackend(t, noLostWakeup)
 }
 
 func noLostWakeup(t *rapid.T, be string) {
-	totals.checks.Add(1)
 	p := drawPoll(t, be)
 	defer p.Close()
 	producers := rapid.IntRange(1, 4).Draw(t, "producers")
@@ -68,10 +65,7 @@ func noLostWakeup(t *rapid.T, be string) {
 			s := &ackSource{token: poll.Token(len(byToken) + 1), ack: make(chan struct{}, 1), a: -1, b: -1}
 			s.opts = drawOpts(t)
 			if rapid.IntRange(0, 3).Draw(t, "kind (0: socket, else registration)") == 0 {
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatalf("socketpair: %v", err)
-				}
+				fds := socketPair(t)
 				s.a, s.b = fds[0], fds[1]
 				defer unix.Close(s.a)
 				defer unix.Close(s.b)
@@ -104,18 +98,11 @@ func noLostWakeup(t *rapid.T, be string) {
 			timeout = 20 * time.Millisecond
 		}
 		for {
-			_, err := p.Poll(ev, timeout)
-			if errors.Is(err, poll.ErrClosed) {
+			if !consumerPoll(p, ev, timeout, true, fails.add) {
 				return
 			}
-			if err != nil {
-				fails.add("Poll: %v", err)
-				return
-			}
-			totals.polls.Add(1)
 			seen := map[poll.Token]bool{}
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				s := byToken[e.Token]
 				switch {
 				case s == nil:

@@ -261,6 +261,16 @@ func readAll(fd int) (n int, eof bool, reset bool, err error) {
 
 var payload [512]byte
 
+// socketPair returns a non-blocking, close-on-exec unix stream socket pair;
+// the caller closes both ends.
+func socketPair(t interface{ Fatalf(string, ...any) }) [2]int {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socketpair: %v", err)
+	}
+	return [2]int(fds)
+}
+
 func closeAll(fds ...int) {
 	for _, fd := range fds {
 		if fd >= 0 {

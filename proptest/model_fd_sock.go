@@ -19,10 +19,7 @@ type sockKind struct{}
 func (sockKind) name() string { return "sock" }
 
 func (sockKind) open(t *rapid.T, w *world) impl {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("socketpair: %v", err)
-	}
+	fds := socketPair(t)
 	return &sockImpl{a: fds[0], b: fds[1]}
 }
 

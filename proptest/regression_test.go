@@ -200,10 +200,7 @@ func TestRegressionParkedLosesError(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer p.Close()
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				fds := socketPair(t)
 				a, b := fds[0], fds[1]
 				defer unix.Close(a)
 				if err := p.Register(poll.Fd(a), 1, poll.Error|poll.Priority, opts); err != nil {
@@ -262,10 +259,7 @@ func TestRegressionPollRestNeverRechecked(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer p.Close()
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				fds := socketPair(t)
 				a, b := fds[0], fds[1]
 				defer unix.Close(a)
 				if err := p.Register(poll.Fd(a), 1, interest, opts); err != nil {

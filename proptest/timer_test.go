@@ -105,9 +105,7 @@ func timerPileUp(be backend) func(*rapid.T) {
 // deadline, and a Poll call that waits blockLimit with values waiting is a
 // lost readiness.
 func TestTimerCancelRacingExpiry(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { timerRace(t, be) }
-	})
+	forEachBackend(t, timerRace)
 }
 
 func timerRace(t *rapid.T, be string) {

@@ -37,9 +37,7 @@ import (
 // consumer's last Poll(-1) must report, or Close, or both at once.
 func TestConcurrentWakeSources(t *testing.T) {
 	// Its storms spin for the whole of a case: a quarter of the soak.
-	forEachBackendSoak(t, 4, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { wakeSources(t, be) }
-	})
+	forEachBackendSoak(t, 4, wakeSources)
 }
 
 // wsSource is one source of a producer.
@@ -88,7 +86,6 @@ const (
 )
 
 func wakeSources(t *rapid.T, be string) {
-	totals.checks.Add(1)
 	p := drawPoll(t, be)
 	defer p.Close()
 	capacity := rapid.IntRange(1, 4).Draw(t, "capacity")
@@ -123,10 +120,7 @@ func wakeSources(t *rapid.T, be string) {
 				s.opts |= poll.Level
 			}
 			if rapid.IntRange(0, 3).Draw(t, "kind (0: socket, else registration)") == 0 {
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatalf("socketpair: %v", err)
-				}
+				fds := socketPair(t)
 				s.a, s.b = fds[0], fds[1]
 				defer unix.Close(s.a)
 				defer unix.Close(s.b)
@@ -246,18 +240,11 @@ func wakeSources(t *rapid.T, be string) {
 		ev := poll.NewEvents(capacity)
 		for {
 			start := clock.Add(1)
-			_, err := p.Poll(ev, -1)
-			if errors.Is(err, poll.ErrClosed) {
+			if !consumerPoll(p, ev, -1, true, fail) {
 				return
 			}
-			if err != nil {
-				fail("Poll: %v", err)
-				return
-			}
-			totals.polls.Add(1)
 			seen := map[poll.Token]bool{}
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				if seen[e.Token] {
 					fail("two events for token %d in one Poll call (rule 1)", e.Token)
 				}
