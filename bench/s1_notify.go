@@ -118,9 +118,7 @@ func notifyUnipoll(b *testing.B, _ int) {
 		done <- result{events: events}
 	}()
 	w0 := p.Stats().WakerWrites
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for i := range total {
 		cr.Take(i)
 		k := i % notifyRegs
@@ -149,9 +147,7 @@ func notifyChan(b *testing.B, _ int) {
 		}
 		close(done)
 	}()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for i := range total {
 		ch <- poll.Token(i % notifyRegs)
 	}

@@ -139,9 +139,7 @@ func chanUnipoll(b *testing.B, producers int) {
 	}()
 	w0 := p.Stats().WakerWrites
 	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for i, n := range shares(total, producers) {
 		wg.Add(1)
 		go func(s *channel.Sender[int], n int) {
@@ -177,9 +175,7 @@ func chanGo(b *testing.B, producers int) {
 		done <- got
 	}()
 	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for _, n := range shares(total, producers) {
 		wg.Add(1)
 		go func(n int) {

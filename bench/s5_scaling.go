@@ -216,9 +216,7 @@ func pollOne(b *testing.B, p *poll.Poll, want poll.Token) {
 	if _, err := p.Poll(ev, 0); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for range b.N {
 		n, err := p.Poll(ev, 0)
 		if err != nil || n != 1 || ev.At(0).Token != want {

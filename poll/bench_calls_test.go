@@ -36,9 +36,7 @@ func BenchmarkPollReady(b *testing.B) {
 			if _, err := p.Poll(ev, 0); err != nil { // warm the Poll's buffers
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := testsupport.BenchCPU(b)
+			cpu := testsupport.StartBench(b)
 			for range b.N {
 				n, err := p.Poll(ev, 0)
 				if err != nil || n != 2 {
@@ -90,9 +88,7 @@ func benchOneReadyAmongN(b *testing.B, backend string, n int) {
 	if _, err := p.Poll(ev, 0); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for range b.N {
 		got, err := p.Poll(ev, 0)
 		if err != nil || got != 1 || ev.At(0).Token != want {
@@ -116,9 +112,7 @@ func BenchmarkSetReadinessQueued(b *testing.B) {
 	}
 	b.Run("serial", func(b *testing.B) {
 		s := setup(b)
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := testsupport.BenchCPU(b)
+		cpu := testsupport.StartBench(b)
 		for range b.N {
 			if err := s.SetReadiness(Readable); err != nil {
 				b.Fatal(err)
@@ -158,9 +152,7 @@ func BenchmarkSetThenPoll(b *testing.B) {
 				if _, err := p.Poll(ev, 0); err != nil {
 					b.Fatal(err)
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				cpu := testsupport.BenchCPU(b)
+				cpu := testsupport.StartBench(b)
 				for range b.N {
 					if err := s.SetReadiness(Readable); err != nil {
 						b.Fatal(err)

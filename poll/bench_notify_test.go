@@ -96,9 +96,7 @@ func benchNotifyUnipoll(b *testing.B, backend string) {
 	}()
 	w0 := p.Stats().WakerWrites
 	var setCalls uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for i := range total {
 		credit.Take(i)
 		k := i % benchNotifyRegs
@@ -134,9 +132,7 @@ func benchNotifyChan(b *testing.B) {
 		done <- benchConsumed{events: events}
 	}()
 	var sends uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for i := range total {
 		ch <- Token(i % benchNotifyRegs)
 		sends++

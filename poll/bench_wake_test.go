@@ -70,9 +70,7 @@ func benchWakeCoalescing(b *testing.B, backend string, regs int) {
 	asleep := func() bool { return p.queue.sleep.Load() == queueAsleep }
 	var writes, maxWrites uint64
 	s0 := p.Stats()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testsupport.BenchCPU(b)
+	cpu := testsupport.StartBench(b)
 	for range b.N {
 		testsupport.WaitFor(b, "the consumer to sleep", asleep)
 		w0 := p.Stats().WakerWrites

@@ -93,6 +93,24 @@ func (rig *ackRig) produce(t *testing.T, keys []int, rounds int) {
 	}
 }
 
+// startProducers starts producers goroutines, each running produce on
+// perProducer keys of its own; the WaitGroup is done when they all are.
+func (rig *ackRig) startProducers(t *testing.T, producers, perProducer, rounds int) *sync.WaitGroup {
+	wg := &sync.WaitGroup{}
+	for g := range producers {
+		keys := make([]int, perProducer)
+		for i := range keys {
+			keys[i] = g*perProducer + i
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rig.produce(t, keys, rounds)
+		}()
+	}
+	return wg
+}
+
 // handle is the consumer side for one event. It returns an error for an
 // event that the protocol did not expect.
 func (rig *ackRig) handle(e Event) error {
@@ -131,18 +149,7 @@ func TestQueueProducersAck(t *testing.T) {
 			t.Run(m.name, func(t *testing.T) {
 				p := newPoll(t)
 				rig := newAckRig(t, p, producers*perProducer, m.opts)
-				var wg sync.WaitGroup
-				for g := range producers {
-					keys := make([]int, perProducer)
-					for i := range keys {
-						keys[i] = g*perProducer + i
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						rig.produce(t, keys, rounds)
-					}()
-				}
+				wg := rig.startProducers(t, producers, perProducer, rounds)
 				defer wg.Wait()
 				defer rig.halt()
 
@@ -190,18 +197,7 @@ func TestQueueConcurrentPollers(t *testing.T) {
 				p := newPoll(t)
 				rig := newAckRig(t, p, producers*perProducer, m.opts)
 				want := int64(producers * perProducer * rounds)
-				var wg sync.WaitGroup
-				for g := range producers {
-					keys := make([]int, perProducer)
-					for i := range keys {
-						keys[i] = g*perProducer + i
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						rig.produce(t, keys, rounds)
-					}()
-				}
+				wg := rig.startProducers(t, producers, perProducer, rounds)
 				var calls, withEvents atomic.Int64
 				for range pollers {
 					wg.Add(1)

@@ -25,6 +25,15 @@ func BenchCPU(b *testing.B) (report func()) {
 	}
 }
 
+// StartBench starts a benchmark's measured loop: it reports allocations,
+// resets the timer and starts BenchCPU. Call what it returns once the loop
+// is done.
+func StartBench(b *testing.B) (report func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	return BenchCPU(b)
+}
+
 func cpuNow() int64 {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {

@@ -18,7 +18,8 @@
 //     they come back to a count taken before.
 //
 // Benchmarks:
-//   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric.
+//   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric;
+//     StartBench, the start of a measured loop with it.
 //   - Latency, Waiter, LatencySettle: how long a blocked goroutine takes to
 //     run after another one wakes it (median-ns, p90-ns, p99-ns).
 //   - Credit: the flow control of a notification-throughput benchmark, a

@@ -131,9 +131,7 @@ func NotifyEventfd(b *testing.B, window uint64) {
 		}
 		done <- consumed{events: events}
 	}()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := BenchCPU(b)
+	cpu := StartBench(b)
 	for i := range total {
 		credit.Take(i)
 		if err := r.Add(1); err != nil {
