@@ -65,8 +65,7 @@ func TestSelectorFairness(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
 		const fds, room = 10, 3
 		for i := 0; i < fds; i++ {
-			p := newPipe(t)
-			writeByte(t, p.b)
+			p := readablePipe(t)
 			require.NoError(t, s.Add(p.a, uint64(100+i), Readable, Level))
 		}
 		seen := map[uint64]int{}
@@ -83,11 +82,8 @@ func TestSelectorFairness(t *testing.T) {
 
 func TestSelectorAddWhileBlocked(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
-		p := newPipe(t)
-		writeByte(t, p.b)
-		started, done := selectAsync(s)
-		<-started
-		waitBlocked(t, s)
+		p := readablePipe(t)
+		done := blockedSelect(t, s)
 		require.NoError(t, s.Add(p.a, 3, Readable, Level))
 		r := await(t, s, done)
 		require.NoError(t, r.err)
@@ -107,12 +103,9 @@ func TestSelectorAddWhileBlocked(t *testing.T) {
 
 func TestSelectorModifyWhileBlocked(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
-		p := newPipe(t)
-		writeByte(t, p.b)
+		p := readablePipe(t)
 		require.NoError(t, s.Add(p.a, 1, Writable, Level)) // never fires
-		started, done := selectAsync(s)
-		<-started
-		waitBlocked(t, s)
+		done := blockedSelect(t, s)
 		require.NoError(t, s.Modify(p.a, 2, Readable, Level))
 		r := await(t, s, done)
 		require.NoError(t, r.err)

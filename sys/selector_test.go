@@ -14,8 +14,7 @@ import (
 
 func TestSelectorLevelReportsWhileReady(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
-		p := newPipe(t)
-		writeByte(t, p.b)
+		p := readablePipe(t)
 		require.NoError(t, s.Add(p.a, 1, Readable, Level))
 		for i := 0; i < 3; i++ {
 			ev := waitEvent(t, s, 1)
@@ -46,8 +45,7 @@ func TestSelectorEdge(t *testing.T) {
 
 func TestSelectorOneshot(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
-		p := newPipe(t)
-		writeByte(t, p.b)
+		p := readablePipe(t)
 		require.NoError(t, s.Add(p.a, 1, Readable, Level|Oneshot))
 		require.NotZero(t, waitEvent(t, s, 1).Ready&Readable)
 		requireNoEvent(t, s, 1)
@@ -135,8 +133,7 @@ func TestSelectorReadWriteMerge(t *testing.T) {
 
 func TestSelectorDelete(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
-		p := newPipe(t)
-		writeByte(t, p.b)
+		p := readablePipe(t)
 		require.NoError(t, s.Add(p.a, 1, Readable, Level))
 		waitEvent(t, s, 1)
 		require.NoError(t, s.Delete(p.a))
@@ -151,8 +148,7 @@ func TestSelectorDelete(t *testing.T) {
 
 func TestSelectorModifyChangesKeyAndInterest(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
-		p := newPipe(t)
-		writeByte(t, p.b)
+		p := readablePipe(t)
 		// A pipe's read end is never writable.
 		require.NoError(t, s.Add(p.a, 1, Writable, Level))
 		requireNoEvent(t, s, 1)
@@ -178,22 +174,19 @@ func TestSelectorInterestWritableOnly(t *testing.T) {
 }
 
 func TestSelectorHup(t *testing.T) {
-	t.Run("socketpair", func(t *testing.T) {
-		forEachSelector(t, func(t *testing.T, s Selector) {
-			p := newSocketpair(t)
-			require.NoError(t, s.Add(p.a, 1, Readable, Level))
-			requireNoEvent(t, s, 1)
-			p.closeB(t)
-			require.NotZero(t, waitEvent(t, s, 1).Ready&Hup)
+	for _, c := range []struct {
+		name string
+		open func(*testing.T) *fdPair
+		mode Mode
+	}{{"socketpair", newSocketpair, Level}, {"pipe", newPipe, Edge}} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachSelector(t, func(t *testing.T, s Selector) {
+				p := c.open(t)
+				require.NoError(t, s.Add(p.a, 1, Readable, c.mode))
+				requireNoEvent(t, s, 1)
+				p.closeB(t)
+				require.NotZero(t, waitEvent(t, s, 1).Ready&Hup)
+			})
 		})
-	})
-	t.Run("pipe", func(t *testing.T) {
-		forEachSelector(t, func(t *testing.T, s Selector) {
-			p := newPipe(t)
-			require.NoError(t, s.Add(p.a, 1, Readable, Edge))
-			requireNoEvent(t, s, 1)
-			p.closeB(t)
-			require.NotZero(t, waitEvent(t, s, 1).Ready&Hup)
-		})
-	})
+	}
 }

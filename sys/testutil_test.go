@@ -184,6 +184,34 @@ type selectResult struct {
 	err   error
 }
 
+// readablePipe returns a pipe with one byte in it.
+func readablePipe(t *testing.T) *fdPair {
+	p := newPipe(t)
+	writeByte(t, p.b)
+	return p
+}
+
+// requireQuiet asserts that a Select of d reports nothing and waits d out;
+// it returns the selector's Waits counter from before, for a bound on how
+// often the Select woke inside.
+func requireQuiet(t *testing.T, s Selector, d time.Duration, msg string) (waits uint64) {
+	t.Helper()
+	waits = s.Counters().Waits
+	start := time.Now()
+	require.Empty(t, selectEvents(t, s, 4, d), msg)
+	require.GreaterOrEqual(t, time.Since(start), d)
+	return waits
+}
+
+// blockedSelect runs one Select with no timeout in a goroutine and returns
+// once it is blocked in the kernel.
+func blockedSelect(t *testing.T, s Selector) <-chan selectResult {
+	started, done := selectAsync(s)
+	<-started
+	waitBlocked(t, s)
+	return done
+}
+
 // selectAsync runs one Select with no timeout in a goroutine. started is
 // closed just before the call.
 func selectAsync(s Selector) (started <-chan struct{}, done <-chan selectResult) {

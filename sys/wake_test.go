@@ -131,9 +131,7 @@ func TestSelectorWakeWhileRegistering(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
 		p := newPipe(t)
 		for i := 0; i < 50; i++ {
-			started, done := selectAsync(s)
-			<-started
-			waitBlocked(t, s)
+			done := blockedSelect(t, s)
 			require.NoError(t, s.Add(p.a, 1, Readable, Level))
 			require.NoError(t, s.Wake())
 			require.NoError(t, s.Delete(p.a))
