@@ -158,20 +158,7 @@ func (w *world) needCrowd(t *rapid.T) *crowd {
 
 // CrowdBurst sets readiness on a range of members.
 func (w *world) CrowdBurst(t *rapid.T) {
-	c := w.needCrowd(t)
-	idx, desc := c.drawRange(t)
-	bits := poll.Ready(rapid.Uint32Range(1, 31).Draw(t, "crowd readiness"))
-	for _, i := range idx {
-		m := c.m[i]
-		err := m.sr.SetReadiness(bits)
-		if m.closed {
-			w.expectErr(t, "SetReadiness of a closed crowd member", err, poll.ErrClosed)
-			continue
-		}
-		w.expectErr(t, fmt.Sprintf("SetReadiness of crowd member %d", i), err, nil)
-		m.set(bits)
-	}
-	w.logf("%s.SetReadiness(%s)", desc, bits)
+	w.crowdEach(t, "SetReadiness", (*poll.SetReadiness).SetReadiness, (*crowdMember).set)
 }
 
 // set applies a SetReadiness that returned to the model.
@@ -184,20 +171,27 @@ func (m *crowdMember) set(bits poll.Ready) {
 
 // CrowdUnset clears readiness on a range of members.
 func (w *world) CrowdUnset(t *rapid.T) {
+	w.crowdEach(t, "UnsetReadiness", (*poll.SetReadiness).UnsetReadiness, func(m *crowdMember, bits poll.Ready) { m.rd &^= bits })
+}
+
+// crowdEach calls op, named name, with drawn readiness bits on a drawn
+// range of members, and applies each call that returned to the model
+// (a closed member must refuse with ErrClosed).
+func (w *world) crowdEach(t *rapid.T, name string, op func(*poll.SetReadiness, poll.Ready) error, apply func(*crowdMember, poll.Ready)) {
 	c := w.needCrowd(t)
 	idx, desc := c.drawRange(t)
 	bits := poll.Ready(rapid.Uint32Range(1, 31).Draw(t, "crowd readiness"))
 	for _, i := range idx {
 		m := c.m[i]
-		err := m.sr.UnsetReadiness(bits)
+		err := op(m.sr, bits)
 		if m.closed {
-			w.expectErr(t, "UnsetReadiness of a closed crowd member", err, poll.ErrClosed)
+			w.expectErr(t, name+" of a closed crowd member", err, poll.ErrClosed)
 			continue
 		}
-		w.expectErr(t, fmt.Sprintf("UnsetReadiness of crowd member %d", i), err, nil)
-		m.rd &^= bits
+		w.expectErr(t, fmt.Sprintf("%s of crowd member %d", name, i), err, nil)
+		apply(m, bits)
 	}
-	w.logf("%s.UnsetReadiness(%s)", desc, bits)
+	w.logf("%s.%s(%s)", desc, name, bits)
 }
 
 // CrowdRearm reregisters a range of members under their own tokens, with a

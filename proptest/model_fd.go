@@ -261,6 +261,23 @@ func readAll(fd int) (n int, eof bool, reset bool, err error) {
 
 var payload [512]byte
 
+// drawWrite writes a drawn 1 to 64 bytes to fd and logs it under who.
+func (w *world) drawWrite(t *rapid.T, s *src, fd int, who string) (n, m int, err error) {
+	n = rapid.IntRange(1, 64).Draw(t, "bytes")
+	m, err = unix.Write(fd, payload[:n])
+	w.logf("%s: %s writes %d bytes = %d, %v", s.label, who, n, m, err)
+	return n, m, err
+}
+
+// drawRead reads a drawn 1 to 64 bytes from fd and logs it.
+func (w *world) drawRead(t *rapid.T, s *src, fd int) (k, m int, err error) {
+	k = rapid.IntRange(1, 64).Draw(t, "bytes")
+	var buf [64]byte
+	m, err = unix.Read(fd, buf[:k])
+	w.logf("%s: read %d = %d, %v", s.label, k, m, err)
+	return k, m, err
+}
+
 // socketPair returns a non-blocking, close-on-exec unix stream socket pair;
 // the caller closes both ends.
 func socketPair(t interface{ Fatalf(string, ...any) }) [2]int {

@@ -78,9 +78,7 @@ func pipeWrite(t *rapid.T, w *world, s *src) {
 	if im.w < 0 || im.data > 4096 {
 		t.Skip("writer closed or enough data")
 	}
-	n := rapid.IntRange(1, 64).Draw(t, "bytes")
-	m, err := unix.Write(im.w, payload[:n])
-	w.logf("%s: writer writes %d bytes = %d, %v", s.label, n, m, err)
+	n, m, err := w.drawWrite(t, s, im.w, "writer")
 	if err != nil || m != n {
 		w.fatalf(t, "pipe write: %d, %v", m, err)
 	}
@@ -90,10 +88,7 @@ func pipeWrite(t *rapid.T, w *world, s *src) {
 
 func pipeRead(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*pipeImpl)
-	k := rapid.IntRange(1, 64).Draw(t, "bytes")
-	var buf [64]byte
-	m, err := unix.Read(im.r, buf[:k])
-	w.logf("%s: read %d = %d, %v", s.label, k, m, err)
+	k, m, err := w.drawRead(t, s, im.r)
 	switch {
 	case im.data > 0:
 		if err != nil || m != min(k, im.data) {

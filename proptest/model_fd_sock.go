@@ -30,8 +30,8 @@ func (sockKind) ops() []op {
 		{"drain", sockDrain},
 		{"write to peer", sockOwnWrite},
 		{"peer drains", sockPeerRead},
-		{"peer shuts down writing", sockPeerShutWr},
-		{"peer shuts down reading", sockPeerShutRd},
+		{"peer shuts down writing", sockPeerShut(unix.SHUT_WR)},
+		{"peer shuts down reading", sockPeerShut(unix.SHUT_RD)},
 		{"peer closes", sockPeerClose},
 		{"close", sockCloseOp},
 	}
@@ -98,9 +98,7 @@ func sockPeerWrite(t *rapid.T, w *world, s *src) {
 	if im.b < 0 || im.inA > 4096 {
 		t.Skip("peer closed or enough data")
 	}
-	n := rapid.IntRange(1, 64).Draw(t, "bytes")
-	m, err := unix.Write(im.b, payload[:n])
-	w.logf("%s: peer writes %d bytes = %d, %v", s.label, n, m, err)
+	n, m, err := w.drawWrite(t, s, im.b, "peer")
 	if im.wrShut {
 		w.expectErr(t, "write after shutdown(SHUT_WR)", err, unix.EPIPE)
 		return
@@ -114,10 +112,7 @@ func sockPeerWrite(t *rapid.T, w *world, s *src) {
 
 func sockRead(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*sockImpl)
-	k := rapid.IntRange(1, 64).Draw(t, "bytes")
-	var buf [64]byte
-	m, err := unix.Read(im.a, buf[:k])
-	w.logf("%s: read %d = %d, %v", s.label, k, m, err)
+	k, m, err := w.drawRead(t, s, im.a)
 	switch {
 	case im.inA > 0:
 		if err != nil || m != min(k, im.inA) {
@@ -189,30 +184,25 @@ func sockPeerRead(t *rapid.T, w *world, s *src) {
 	im.inB, im.writesB = 0, 0
 }
 
-func sockPeerShutWr(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 {
-		t.Skip("peer closed")
+// sockPeerShut is the op of a peer that shuts down one direction: how is
+// unix.SHUT_WR or unix.SHUT_RD.
+func sockPeerShut(how int) func(t *rapid.T, w *world, s *src) {
+	name, shut := "SHUT_WR", func(im *sockImpl) { im.wrShut = true }
+	if how == unix.SHUT_RD {
+		name, shut = "SHUT_RD", func(im *sockImpl) { im.rdShut = true }
 	}
-	before, _ := im.cond()
-	err := unix.Shutdown(im.b, unix.SHUT_WR)
-	w.logf("%s: peer shutdown(SHUT_WR) = %v", s.label, err)
-	w.expectErr(t, "shutdown", err, nil)
-	im.wrShut = true
-	w.fdChanged(s, before)
-}
-
-func sockPeerShutRd(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 {
-		t.Skip("peer closed")
+	return func(t *rapid.T, w *world, s *src) {
+		im := s.impl.(*sockImpl)
+		if im.b < 0 {
+			t.Skip("peer closed")
+		}
+		before, _ := im.cond()
+		err := unix.Shutdown(im.b, how)
+		w.logf("%s: peer shutdown(%s) = %v", s.label, name, err)
+		w.expectErr(t, "shutdown", err, nil)
+		shut(im)
+		w.fdChanged(s, before)
 	}
-	before, _ := im.cond()
-	err := unix.Shutdown(im.b, unix.SHUT_RD)
-	w.logf("%s: peer shutdown(SHUT_RD) = %v", s.label, err)
-	w.expectErr(t, "shutdown", err, nil)
-	im.rdShut = true
-	w.fdChanged(s, before)
 }
 
 func sockPeerClose(t *rapid.T, w *world, s *src) {

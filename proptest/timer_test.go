@@ -3,8 +3,6 @@
 package proptest
 
 import (
-	"flag"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,21 +55,6 @@ func TestTimerPileUp(t *testing.T) {
 // TestTimerPileUp: each of its cases waits for a few milliseconds at
 // every Pile, and twenty cases make a hundred pile-ups.
 const pileUpShare = 5
-
-// checkFraction is rapid.Check with the configured number of checks
-// (-rapid.checks, scaled by PROPTEST_SOAK) divided by div, at least one.
-func checkFraction(t *testing.T, div int, prop func(*rapid.T)) {
-	t.Helper()
-	f := flag.Lookup("rapid.checks")
-	old := f.Value.String()
-	n, err := strconv.Atoi(old)
-	if err != nil {
-		t.Fatalf("-rapid.checks=%s: %v", old, err)
-	}
-	_ = flag.Set("rapid.checks", strconv.Itoa(max(n/div, 1)))
-	defer flag.Set("rapid.checks", old)
-	rapid.Check(t, prop)
-}
 
 func timerPileUp(be backend) func(*rapid.T) {
 	return func(t *rapid.T) {

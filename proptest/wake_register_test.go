@@ -4,7 +4,6 @@ package proptest
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,13 +85,7 @@ func registerWakes(t *rapid.T, be string) {
 	}
 	var awaited atomic.Pointer[await]
 	capacity := rapid.IntRange(1, 4).Draw(t, "capacity")
-	probeCh := make(chan *threadProbe, 1)
-	consumerDone := make(chan struct{})
-	go func() {
-		defer close(consumerDone)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		probeCh <- probeThisThread()
+	probeCh, consumerDone := startConsumer(func() {
 		ev := poll.NewEvents(capacity)
 		for {
 			start := clock.Add(1)
@@ -130,7 +123,7 @@ func registerWakes(t *rapid.T, be string) {
 				}
 			}
 		}
-	}()
+	})
 	probe := <-probeCh
 	defer func() {
 		if fails.failed() {

@@ -230,13 +230,7 @@ func wakeSources(t *rapid.T, be string) {
 	}
 	var spurious atomic.Int64
 	var sawDone atomic.Bool
-	probeCh := make(chan *threadProbe, 1)
-	consumerDone := make(chan struct{})
-	go func() {
-		defer close(consumerDone)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		probeCh <- probeThisThread()
+	probeCh, consumerDone := startConsumer(func() {
 		ev := poll.NewEvents(capacity)
 		for {
 			start := clock.Add(1)
@@ -300,7 +294,7 @@ func wakeSources(t *rapid.T, be string) {
 				return
 			}
 		}
-	}()
+	})
 	probe := <-probeCh
 
 	stopStorms := make(chan struct{})
