@@ -1,7 +1,8 @@
 package poll
 
 // The one home of the helpers that more than one test file of package poll
-// uses: this file (Polls, registrations, backends and modes),
+// uses: this file (Polls, registrations, backends, modes and the white-box
+// check of an empty Poll),
 // testutil_fds_test.go (descriptors), testutil_events_test.go (polling and
 // asserting events) and testutil_linux_test.go. A helper that serves a
 // single file stays with it; helpers that tests of other packages share too
@@ -119,6 +120,33 @@ func newUnregistered(t testing.TB) (*Registration, *SetReadiness) {
 
 // ---------------------------------------------------------------------------
 // Descriptors
+
+// ---------------------------------------------------------------------------
+// White box
+
+// requireQueueEmpty checks that p holds no Registration: its readiness
+// queue is empty (only the stub), the consumer holds no node and the
+// timing wheel has no entry. Call it with no Poll in progress.
+func requireQueueEmpty(t testing.TB, p *Poll) {
+	t.Helper()
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	q := &p.queue
+	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
+		"readiness queue still holds nodes")
+	require.Zero(t, p.held.len(), "held list not empty")
+	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
+	p.wheel.mu.Lock()
+	defer p.wheel.mu.Unlock()
+	for pos, v := range p.wheel.slotv {
+		require.Empty(t, v, "wheel slot %d (level %d) not empty", pos, int64(pos)/p.wheel.slots)
+	}
+	for l, lv := range p.wheel.levels {
+		require.Zero(t, lv.occupied, "wheel level %d still marks slots occupied", l)
+	}
+	require.Zero(t, p.wheel.entries.Len(), "wheel entries still allocated")
+	require.Zero(t, p.wheel.nodes.Len(), "wheel still holds Registrations")
+}
 
 // modes are the trigger modes every contract test runs in, named for
 // subtests.

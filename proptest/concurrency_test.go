@@ -17,10 +17,11 @@ import (
 	"github.com/unipoll/unipoll/poll"
 )
 
-// Concurrency properties (run them with -race). Producers run on their own
-// goroutines; the consumer polls on another. rapid draws the shape of each
-// run: how many producers and sources, their modes, how many rounds, and
-// the pauses that decide the interleaving.
+// Concurrency properties (run them with -race), one to a file
+// (concurrency_*_test.go); this file holds what they share. Producers run
+// on their own goroutines; the consumer polls on another. rapid draws the
+// shape of each run: how many producers and sources, their modes, how many
+// rounds, and the pauses that decide the interleaving.
 //
 // Timestamps come from one atomic counter (a logical clock) read before a
 // Poll call starts and after an operation returns, so "Poll started after
