@@ -2,12 +2,12 @@ package poll
 
 // The one home of the helpers that more than one test file of package poll
 // uses: this file (Polls, registrations, backends, modes and the white-box
-// check of an empty Poll),
-// testutil_fds_test.go (descriptors), testutil_events_test.go (polling and
-// asserting events) and testutil_linux_test.go. A helper that serves a
-// single file stays with it; helpers that tests of other packages share too
-// are in internal/testsupport. Their names and signatures are stable: add
-// new helpers rather than changing these.
+// check of an empty Poll), testutil_fds_test.go (descriptors),
+// testutil_events_test.go (polling and asserting events) and
+// testutil_linux_test.go. A helper that serves a single file stays with it;
+// helpers that tests of other packages share too are in
+// internal/testsupport. Their names and signatures are stable: add new
+// helpers rather than changing these.
 //
 // Conventions:
 //   - Every descriptor a helper creates is closed by t.Cleanup, unless the
