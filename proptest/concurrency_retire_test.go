@@ -19,22 +19,14 @@ import (
 	"github.com/unipoll/unipoll/poll"
 )
 
+// retireSource is one source of TestConcurrentRetire.
 type retireSource struct {
+	source
 	label string
-	reg   *poll.Registration
-	set   *poll.SetReadiness
-	a, b  int
 	// Owned by the retirer goroutine:
 	registered bool
 	closed     bool
 	token      poll.Token
-}
-
-func (s *retireSource) evented() poll.Evented {
-	if s.reg != nil {
-		return s.reg
-	}
-	return poll.Fd(s.a)
 }
 
 // tokenInfo is what a token was registered with; it never changes.
@@ -86,7 +78,7 @@ func retire(t *rapid.T, be string) {
 	nsrc := rapid.IntRange(1, 5).Draw(t, "sources")
 	srcs := make([]*retireSource, nsrc)
 	for i := range srcs {
-		s := &retireSource{a: -1, b: -1}
+		s := &retireSource{source: noSource}
 		if rapid.Bool().Draw(t, "socket") {
 			fds := socketPair(t)
 			s.a, s.b = fds[0], fds[1]

@@ -112,6 +112,26 @@ func forEachBackendSoak(t *testing.T, soakDiv int, prop func(t *rapid.T, be stri
 	}
 }
 
+// source is what a concurrency property registers: a Registration (reg
+// and set), or else the socket pair a (registered) and b (written by a
+// producer).
+type source struct {
+	reg  *poll.Registration
+	set  *poll.SetReadiness
+	a, b int
+}
+
+// noSource is a source before it is opened: neither a Registration nor
+// sockets.
+var noSource = source{a: -1, b: -1}
+
+func (s *source) evented() poll.Evented {
+	if s.reg != nil {
+		return s.reg
+	}
+	return poll.Fd(s.a)
+}
+
 // consumerPoll is one Poll call of a consumer goroutine: it counts the call
 // in totals and reports whether the consumer goes on. Any error ends it and
 // is reported to fail, except ErrClosed where the property ends the run by

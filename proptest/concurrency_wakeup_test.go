@@ -21,21 +21,12 @@ import (
 
 // ackSource is one source owned by a producer.
 type ackSource struct {
+	source
 	label    string
 	token    poll.Token
 	opts     poll.PollOpt
-	reg      *poll.Registration
-	set      *poll.SetReadiness
-	a, b     int // socket pair: a registered, b written by the producer
 	awaiting atomic.Int64
 	ack      chan struct{}
-}
-
-func (s *ackSource) evented() poll.Evented {
-	if s.reg != nil {
-		return s.reg
-	}
-	return poll.Fd(s.a)
 }
 
 // TestConcurrentNoLostWakeup: producers make their sources ready, each time
@@ -62,7 +53,7 @@ func noLostWakeup(t *rapid.T, be string) {
 	for i := 0; i < producers; i++ {
 		var mine []*ackSource
 		for j := rapid.IntRange(1, 2).Draw(t, "sources"); j > 0; j-- {
-			s := &ackSource{token: poll.Token(len(byToken) + 1), ack: make(chan struct{}, 1), a: -1, b: -1}
+			s := &ackSource{source: noSource, token: poll.Token(len(byToken) + 1), ack: make(chan struct{}, 1)}
 			s.opts = drawOpts(t)
 			if rapid.IntRange(0, 3).Draw(t, "kind (0: socket, else registration)") == 0 {
 				fds := socketPair(t)

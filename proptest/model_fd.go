@@ -128,20 +128,22 @@ func fdReady(sure, maybe kflags, interest poll.Ready) (poll.Ready, poll.Ready) {
 type fdImpl interface{ kernel() kflags }
 
 // conder is a descriptor kind's model of its registered end: the kernel
-// conditions that are there for sure, and those that may be. The
-// cond-functions below derive the rest of an impl from it, the same for
-// every kind.
+// conditions that are there for sure, and those that may be.
 type conder interface{ cond() (sure, maybe kflags) }
 
-func condKernel(c conder) kflags { s, _ := c.cond(); return s }
+// conds gives a descriptor kind, by embedding, the parts of its impl that
+// follow from its cond, the same for every kind.
+type conds struct{ c conder }
 
-func condReady(c conder, interest poll.Ready) (poll.Ready, poll.Ready) {
-	s, m := c.cond()
+func (c conds) kernel() kflags { s, _ := c.c.cond(); return s }
+
+func (c conds) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
+	s, m := c.c.cond()
 	return fdReady(s, m, interest)
 }
 
-func condFiltered(c conder, interest, quiet poll.Ready) bool {
-	_, m := c.cond()
+func (c conds) filtered(interest, quiet poll.Ready) bool {
+	_, m := c.c.cond()
 	return fdFiltered(m, interest, quiet)
 }
 

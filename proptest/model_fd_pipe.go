@@ -23,7 +23,9 @@ func (pipeKind) open(t *rapid.T, w *world) impl {
 	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		t.Fatalf("pipe2: %v", err)
 	}
-	return &pipeImpl{r: p[0], w: p[1]}
+	im := &pipeImpl{r: p[0], w: p[1]}
+	im.conds = conds{im}
+	return im
 }
 
 func (pipeKind) ops() []op {
@@ -37,8 +39,9 @@ func (pipeKind) ops() []op {
 }
 
 type pipeImpl struct {
-	r, w int // r is registered; w is -1 once closed
-	data int
+	conds     // kernel, ready and filtered, from cond
+	r, w  int // r is registered; w is -1 once closed
+	data  int
 }
 
 func (im *pipeImpl) evented() poll.Evented { return poll.Fd(im.r) }
@@ -52,16 +55,6 @@ func (im *pipeImpl) cond() (sure, maybe kflags) {
 		sure |= kHUP
 	}
 	return sure, sure
-}
-
-func (im *pipeImpl) kernel() kflags { return condKernel(im) }
-
-func (im *pipeImpl) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
-	return condReady(im, interest)
-}
-
-func (im *pipeImpl) filtered(interest, quiet poll.Ready) bool {
-	return condFiltered(im, interest, quiet)
 }
 
 func (im *pipeImpl) String() string {

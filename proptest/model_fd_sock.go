@@ -20,7 +20,9 @@ func (sockKind) name() string { return "sock" }
 
 func (sockKind) open(t *rapid.T, w *world) impl {
 	fds := socketPair(t)
-	return &sockImpl{a: fds[0], b: fds[1]}
+	im := &sockImpl{a: fds[0], b: fds[1]}
+	im.conds = conds{im}
+	return im
 }
 
 func (sockKind) ops() []op {
@@ -38,6 +40,7 @@ func (sockKind) ops() []op {
 }
 
 type sockImpl struct {
+	conds       // kernel, ready and filtered, from cond
 	a, b    int // a is registered; b is the peer (-1 once closed)
 	inA     int // bytes queued towards a
 	inB     int // bytes queued towards b
@@ -65,16 +68,6 @@ func (im *sockImpl) cond() (sure, maybe kflags) {
 		sure |= kERR
 	}
 	return sure, sure
-}
-
-func (im *sockImpl) kernel() kflags { return condKernel(im) }
-
-func (im *sockImpl) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
-	return condReady(im, interest)
-}
-
-func (im *sockImpl) filtered(interest, quiet poll.Ready) bool {
-	return condFiltered(im, interest, quiet)
 }
 
 func (im *sockImpl) String() string {

@@ -42,11 +42,9 @@ func TestConcurrentWakeSources(t *testing.T) {
 
 // wsSource is one source of a producer.
 type wsSource struct {
+	source
 	label string
 	opts  poll.PollOpt
-	reg   *poll.Registration
-	set   *poll.SetReadiness
-	a, b  int // socket: a registered, b written by the producer
 	// Owned by the producer; the consumer learns tokens from the map.
 	tok        poll.Token
 	registered bool
@@ -54,13 +52,6 @@ type wsSource struct {
 	// quiets the source and acknowledges on ack.
 	awaiting atomic.Uint64
 	ack      chan struct{}
-}
-
-func (s *wsSource) evented() poll.Evented {
-	if s.reg != nil {
-		return s.reg
-	}
-	return poll.Fd(s.a)
 }
 
 // wsOp is one drawn step of a producer's script.
@@ -114,7 +105,7 @@ func wakeSources(t *rapid.T, be string) {
 	scripts := make([][]wsOp, nprod)
 	for i := range srcs {
 		for j, n := 0, rapid.IntRange(1, 3).Draw(t, "sources"); j < n; j++ {
-			s := &wsSource{a: -1, b: -1, ack: make(chan struct{}, 1)}
+			s := &wsSource{source: noSource, ack: make(chan struct{}, 1)}
 			s.opts = drawOpts(t)
 			if s.opts.IsLevel() {
 				s.opts |= poll.Level
