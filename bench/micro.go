@@ -196,20 +196,6 @@ func compact(m map[string]float64) string {
 // ---------------------------------------------------------------------------
 // Helpers for the cases
 
-// cpuNow is the process's CPU time, all threads, user plus system.
-func cpuNow() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports CPU time per op since start as cpu-ns/op.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
-}
-
 // raiseNofile raises the soft descriptor limit to the hard one and skips
 // the case, saying why, when that is still fewer than need.
 func raiseNofile(b *testing.B, need uint64) {

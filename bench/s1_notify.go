@@ -21,12 +21,10 @@ package main
 // channel does. One op is one notification; the rate is the result.
 
 import (
-	"encoding/binary"
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -74,45 +72,6 @@ func runNotify(r *Runner) (*Section, error) {
 	return sec, nil
 }
 
-// credit is the flow control of the unipoll and eventfd variants.
-type credit struct {
-	consumed atomic.Uint64
-	_        [56]byte
-	waiting  atomic.Bool   // the producer is parked, or about to park
-	wake     chan struct{} // capacity 1
-}
-
-func newCredit() *credit { return &credit{wake: make(chan struct{}, 1)} }
-
-// await returns once the consumer has accounted for more than
-// i-notifyWindow notifications, with its count. Producer only.
-func (c *credit) await(i uint64) uint64 {
-	for {
-		if n := c.consumed.Load(); i-n < notifyWindow {
-			return n
-		}
-		c.waiting.Store(true)
-		// Look again after announcing: the consumer stores its count before
-		// it reads waiting, so one of the two sees the other.
-		if n := c.consumed.Load(); i-n < notifyWindow {
-			c.waiting.Store(false)
-			return n
-		}
-		<-c.wake
-	}
-}
-
-// publish records the consumer's count and unparks the producer.
-func (c *credit) publish(n uint64) {
-	c.consumed.Store(n)
-	if c.waiting.Load() && c.waiting.CompareAndSwap(true, false) {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
 type padded struct {
 	v atomic.Uint64
 	_ [56]byte
@@ -134,7 +93,7 @@ func notifyUnipoll(b *testing.B, _ int) {
 		sets[i] = set
 	}
 	var pending [notifyRegs]padded
-	cr := newCredit()
+	cr := testsupport.NewCredit(notifyWindow)
 	total := uint64(b.N)
 	type result struct {
 		events uint64
@@ -154,19 +113,14 @@ func notifyUnipoll(b *testing.B, _ int) {
 			for e := range ev.All() {
 				got += pending[e.Token].v.Swap(0)
 			}
-			cr.publish(got)
+			cr.Publish(got)
 		}
 		done <- result{events: events}
 	}()
 	w0 := p.Stats().WakerWrites
-	var allowed uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.StartBench(b)
 	for i := range total {
-		if i-allowed >= notifyWindow {
-			allowed = cr.await(i)
-		}
+		cr.Take(i)
 		k := i % notifyRegs
 		pending[k].v.Add(1)
 		if err := sets[k].SetReadiness(poll.Readable); err != nil {
@@ -175,7 +129,7 @@ func notifyUnipoll(b *testing.B, _ int) {
 	}
 	res := <-done
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 	if res.err != nil {
 		b.Fatal(res.err)
 	}
@@ -193,119 +147,14 @@ func notifyChan(b *testing.B, _ int) {
 		}
 		close(done)
 	}()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.StartBench(b)
 	for i := range total {
 		ch <- poll.Token(i % notifyRegs)
 	}
 	<-done
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 	b.ReportMetric(1, "events/op")
 }
 
-// rawEventfd is an eventfd watched by an epoll instance of its own, with
-// nothing of unipoll in between.
-type rawEventfd struct {
-	efd, epfd int
-	evs       []unix.EpollEvent
-}
-
-func newRawEventfd(b *testing.B, edge bool) *rawEventfd {
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		b.Fatal(err)
-	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { unix.Close(efd); unix.Close(epfd) })
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}
-	if edge {
-		ev.Events |= unix.EPOLLET
-	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
-		b.Fatal(err)
-	}
-	return &rawEventfd{efd: efd, epfd: epfd, evs: make([]unix.EpollEvent, 1)}
-}
-
-func (r *rawEventfd) add(v uint64) error {
-	var buf [8]byte
-	binary.NativeEndian.PutUint64(buf[:], v)
-	for {
-		if _, err := unix.Write(r.efd, buf[:]); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-func (r *rawEventfd) wait() error {
-	for {
-		n, err := unix.EpollWait(r.epfd, r.evs, -1)
-		if err == unix.EINTR || err == nil && n == 0 {
-			continue
-		}
-		return err
-	}
-}
-
-func (r *rawEventfd) take() (uint64, error) {
-	var buf [8]byte
-	for {
-		_, err := unix.Read(r.efd, buf[:])
-		switch err {
-		case nil:
-			return binary.NativeEndian.Uint64(buf[:]), nil
-		case unix.EAGAIN:
-			return 0, nil
-		case unix.EINTR:
-			continue
-		}
-		return 0, err
-	}
-}
-
-func notifyEventfd(b *testing.B, _ int) {
-	r := newRawEventfd(b, false)
-	cr := newCredit()
-	total := uint64(b.N)
-	done := make(chan error, 1)
-	go func() {
-		var got uint64
-		for got < total {
-			if err := r.wait(); err != nil {
-				done <- err
-				return
-			}
-			v, err := r.take()
-			if err != nil {
-				done <- err
-				return
-			}
-			got += v
-			cr.publish(got)
-		}
-		done <- nil
-	}()
-	var allowed uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuNow()
-	for i := range total {
-		if i-allowed >= notifyWindow {
-			allowed = cr.await(i)
-		}
-		if err := r.add(1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	err := <-done
-	b.StopTimer()
-	reportCPU(b, cpu)
-	if err != nil {
-		b.Fatal(err)
-	}
-}
+func notifyEventfd(b *testing.B, _ int) { testsupport.NotifyEventfd(b, notifyWindow) }

@@ -14,24 +14,22 @@ package main
 //   - go-netpoll: a one-byte write to a pipe wakes a goroutine blocked in
 //     (*os.File).Read, which the Go runtime parks on its own netpoller.
 //
-// Per sample the waiter returns, takes time.Now(), hands it over and waits
-// again; the signalling goroutine busy-waits wakeSettle (so the waiter is
-// blocked again, and the runtime has done what it does with a thread in a
-// long system call), then takes time.Now() and signals. The latency is the
-// difference. Median and 99th percentile are the results; ns/op includes
-// the settle time and means nothing.
+// The measurement is internal/testsupport's Latency, which the wake-up
+// benchmarks of the main module use too: per sample the waiter returns,
+// takes time.Now(), hands it over and waits again; the signalling goroutine
+// busy-waits LatencySettle (so the waiter is blocked again, and the runtime
+// has done what it does with a thread in a long system call), then takes
+// time.Now() and signals. The latency is the difference. Median and 99th
+// percentile are the results; ns/op includes the settle time and means
+// nothing.
 
 import (
 	"os"
-	"slices"
-	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
-
-const wakeSettle = 50 * time.Microsecond
 
 func init() {
 	register(Scenario{Num: 2, Name: "wake", Title: "2. Wake latency, signal → blocked waiter returns", Run: runWake})
@@ -68,56 +66,6 @@ func runWake(r *Runner) (*Section, error) {
 	}}, nil
 }
 
-type waiter struct {
-	wait func() error // blocks until woken; waiter goroutine only
-	wake func() error
-}
-
-func measureWake(b *testing.B, w waiter) {
-	var stop atomic.Bool
-	stamps := make(chan time.Time, 1)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			err := w.wait()
-			t := time.Now()
-			if err != nil || stop.Load() {
-				errc <- err
-				return
-			}
-			stamps <- t
-		}
-	}()
-	samples := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		for t := time.Now(); time.Since(t) < wakeSettle; {
-		}
-		t0 := time.Now()
-		if err := w.wake(); err != nil {
-			b.Fatal(err)
-		}
-		select {
-		case t1 := <-stamps:
-			samples = append(samples, t1.Sub(t0))
-		case err := <-errc:
-			b.Fatalf("waiter: %v", err)
-		}
-	}
-	b.StopTimer()
-	stop.Store(true)
-	if err := w.wake(); err != nil {
-		b.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		b.Fatal(err)
-	}
-	slices.Sort(samples)
-	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "median-ns")
-	b.ReportMetric(float64(samples[min(len(samples)-1, len(samples)*99/100)].Nanoseconds()), "p99-ns")
-}
-
 func wakeUnipoll(b *testing.B, _ int) {
 	p, err := poll.New()
 	if err != nil {
@@ -130,8 +78,8 @@ func wakeUnipoll(b *testing.B, _ int) {
 		b.Fatal(err)
 	}
 	ev := poll.NewEvents(4)
-	measureWake(b, waiter{
-		wait: func() error {
+	testsupport.Latency(b, testsupport.Waiter{
+		Wait: func() error {
 			for {
 				n, err := p.Poll(ev, -1)
 				if err != nil || n > 0 {
@@ -139,21 +87,21 @@ func wakeUnipoll(b *testing.B, _ int) {
 				}
 			}
 		},
-		wake: func() error { return set.SetReadiness(poll.Readable) },
+		Wake: func() error { return set.SetReadiness(poll.Readable) },
 	})
 }
 
 func wakeChan(b *testing.B, _ int) {
 	ch := make(chan struct{}, 1)
-	measureWake(b, waiter{
-		wait: func() error { <-ch; return nil },
-		wake: func() error { ch <- struct{}{}; return nil },
+	testsupport.Latency(b, testsupport.Waiter{
+		Wait: func() error { <-ch; return nil },
+		Wake: func() error { ch <- struct{}{}; return nil },
 	})
 }
 
 func wakeEventfd(b *testing.B, _ int) {
-	r := newRawEventfd(b, true)
-	measureWake(b, waiter{wait: r.wait, wake: func() error { return r.add(1) }})
+	r := testsupport.NewRawEventfd(b, true)
+	testsupport.Latency(b, testsupport.Waiter{Wait: r.Wait, Wake: func() error { return r.Add(1) }})
 }
 
 func wakeNetpoll(b *testing.B, _ int) {
@@ -167,8 +115,8 @@ func wakeNetpoll(b *testing.B, _ int) {
 	defer pw.Close()
 	var buf [64]byte
 	one := []byte{1}
-	measureWake(b, waiter{
-		wait: func() error { _, err := pr.Read(buf[:]); return err },
-		wake: func() error { _, err := pw.Write(one); return err },
+	testsupport.Latency(b, testsupport.Waiter{
+		Wait: func() error { _, err := pr.Read(buf[:]); return err },
+		Wake: func() error { _, err := pw.Write(one); return err },
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/unipoll/unipoll/channel"
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -138,9 +139,7 @@ func chanUnipoll(b *testing.B, producers int) {
 	}()
 	w0 := p.Stats().WakerWrites
 	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.StartBench(b)
 	for i, n := range shares(total, producers) {
 		wg.Add(1)
 		go func(s *channel.Sender[int], n int) {
@@ -159,7 +158,7 @@ func chanUnipoll(b *testing.B, producers int) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 	b.ReportMetric(float64(polls)/float64(b.N), "polls/op")
 	b.ReportMetric(float64(p.Stats().WakerWrites-w0)/float64(b.N), "wakes/op")
 }
@@ -176,9 +175,7 @@ func chanGo(b *testing.B, producers int) {
 		done <- got
 	}()
 	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.StartBench(b)
 	for _, n := range shares(total, producers) {
 		wg.Add(1)
 		go func(n int) {
@@ -194,5 +191,5 @@ func chanGo(b *testing.B, producers int) {
 		b.Fatalf("received %d of %d", got, total)
 	}
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 }

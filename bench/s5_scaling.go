@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -215,9 +216,7 @@ func pollOne(b *testing.B, p *poll.Poll, want poll.Token) {
 	if _, err := p.Poll(ev, 0); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := testsupport.StartBench(b)
 	for range b.N {
 		n, err := p.Poll(ev, 0)
 		if err != nil || n != 1 || ev.At(0).Token != want {
@@ -225,5 +224,5 @@ func pollOne(b *testing.B, p *poll.Poll, want poll.Token) {
 		}
 	}
 	b.StopTimer()
-	reportCPU(b, cpu)
+	cpu()
 }

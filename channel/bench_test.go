@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -253,7 +254,7 @@ func benchPingPong(b *testing.B) {
 	respTx, respRx := New[int]()
 	defer reqRx.Close()
 	defer respRx.Close()
-	pMain, pEcho := newPoll(b), newPoll(b)
+	pMain, pEcho := polltest.New(b), polltest.New(b)
 	if err := pMain.Register(respRx, 1, poll.Readable, poll.Edge); err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -190,7 +191,7 @@ func TestBulkReceiveMakesEveryWaitingSenderWritable(t *testing.T) {
 	tx, rx, err := NewBounded[int](capacity)
 	require.NoError(t, err)
 	defer rx.Close()
-	p := newPoll(t)
+	p := polltest.New(t)
 	senders := make([]*Sender[int], waiting)
 	for i := range senders {
 		senders[i], err = tx.Clone()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -75,7 +76,7 @@ func TestManySenders(t *testing.T) {
 			for _, drain := range []bool{false, true} {
 				name := fmt.Sprintf("cap=%d/%s/drain=%v", capacity, opts, drain)
 				t.Run(name, func(t *testing.T) {
-					p := newPoll(t)
+					p := polltest.New(t)
 					var tx *Sender[msg]
 					var rx *Receiver[msg]
 					if capacity > 0 {
@@ -121,7 +122,7 @@ func TestManySenders(t *testing.T) {
 // arrives once and in order.
 func TestWritableDrivenProducers(t *testing.T) {
 	const producers, perProducer = 4, 2000
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx, err := NewBounded[msg](5)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -133,7 +134,7 @@ func TestWritableDrivenProducers(t *testing.T) {
 	for i := range producers {
 		s, err := tx.Clone()
 		require.NoError(t, err)
-		pp := newPoll(t)
+		pp := polltest.New(t)
 		require.NoError(t, pp.Register(s, txTok, poll.Writable, poll.Edge))
 		wg.Add(1)
 		go func() {
@@ -234,7 +235,7 @@ func TestRecvSendRace(t *testing.T) {
 }
 
 func recvSendRace(t *testing.T, queue string, opts poll.PollOpt, total int) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	var tx *Sender[int]
 	var rx *Receiver[int]
 	if queue == "slow" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -46,7 +47,7 @@ func (q *sliceQueue[T]) Len() int {
 // values in order through a Poll, disconnection after the last value.
 func TestNewWithQueue(t *testing.T) {
 	for _, capacity := range []int{0, 2} {
-		p := newPoll(t)
+		p := polltest.New(t)
 		q := newSliceQueue[string]()
 		tx, rx, err := NewWithQueue[string](q, capacity)
 		require.NoError(t, err)

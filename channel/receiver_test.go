@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -22,7 +23,7 @@ func sendAll(t testing.TB, tx *Sender[int], vals ...int) {
 // Receiver is readable and not yet drained make no new edge; a value sent
 // after TryRecv returned ErrEmpty does.
 func TestReceiverEdge(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
@@ -53,7 +54,7 @@ func TestReceiverEdge(t *testing.T) {
 // Edge: taking the last value is enough to make the next value an edge
 // (TryRecv pops one ahead); the consumer need not see ErrEmpty first.
 func TestReceiverEdgeAfterLastValue(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
@@ -71,7 +72,7 @@ func TestReceiverEdgeAfterLastValue(t *testing.T) {
 // with values left keeps it readable. Drain does not clear R between its
 // batches, only where it stops.
 func TestReceiverEdgeAfterDrainStops(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
@@ -100,7 +101,7 @@ func TestReceiverEdgeAfterDrainStops(t *testing.T) {
 // Level: reported on every Poll call while a value is pending, and no
 // longer once the last one is taken.
 func TestReceiverLevel(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Level))
@@ -125,7 +126,7 @@ func TestReceiverLevel(t *testing.T) {
 func TestReceiverOneshot(t *testing.T) {
 	for _, mode := range []poll.PollOpt{poll.Edge, poll.Level} {
 		t.Run(mode.String(), func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			tx, rx := New[int]()
 			defer rx.Close()
 			opts := mode | poll.Oneshot
@@ -153,7 +154,7 @@ func TestReceiverOneshot(t *testing.T) {
 func TestReceiverRegisterWhilePending(t *testing.T) {
 	for _, opts := range []poll.PollOpt{poll.Edge, poll.Level, poll.Edge | poll.Oneshot} {
 		t.Run(opts.String(), func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			tx, rx := New[int]()
 			defer rx.Close()
 			sendAll(t, tx, 1, 2)
@@ -169,7 +170,7 @@ func TestReceiverRegisterWhilePending(t *testing.T) {
 // Readiness outside the interest is never reported: a Receiver registered
 // for Writable only is not reported for values.
 func TestReceiverInterest(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Writable, poll.Level))
@@ -182,7 +183,7 @@ func TestReceiverInterest(t *testing.T) {
 // Deregister mid-stream: nothing is reported while deregistered, values
 // stay receivable, and registering again reports what is pending.
 func TestReceiverDeregisterMidStream(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
@@ -207,7 +208,7 @@ func TestReceiverDeregisterMidStream(t *testing.T) {
 func TestReceiverCloseMidStream(t *testing.T) {
 	for _, opts := range []poll.PollOpt{poll.Edge, poll.Level} {
 		t.Run(opts.String(), func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			tx, rx := New[int]()
 			require.NoError(t, p.Register(rx, rxTok, poll.Readable, opts))
 			sendAll(t, tx, 1, 2)
@@ -231,7 +232,7 @@ func TestReceiverCloseMidStream(t *testing.T) {
 // an interest that has it), returns the values still queued and then
 // ErrDisconnected, and stays readable.
 func TestReceiverDisconnect(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	tx2, err := tx.Clone()
@@ -297,7 +298,7 @@ func TestReceiverDrain(t *testing.T) {
 // The zero value and nil pointers of both types return errors and never
 // panic; so do bad constructor arguments.
 func TestZeroAndNil(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	check := func(err error) {
 		t.Helper()
 		require.ErrorIs(t, err, ErrInvalidArgument)

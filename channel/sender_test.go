@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -59,7 +60,7 @@ func TestBoundedTrySend(t *testing.T) {
 // cleared when its own Send fills the channel, and an edge again when room
 // appears.
 func TestSenderWritableEdge(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx, err := NewBounded[int](2)
 	require.NoError(t, err)
 	defer rx.Close()
@@ -84,7 +85,7 @@ func TestSenderWritableEdge(t *testing.T) {
 // Under Level a bounded Sender is reported on every Poll call while it has
 // room, and not once it filled the channel.
 func TestSenderWritableLevel(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx, err := NewBounded[int](1)
 	require.NoError(t, err)
 	defer rx.Close()
@@ -104,7 +105,7 @@ func TestSenderWritableLevel(t *testing.T) {
 // Each Sender has its own Registration: a clone registered with another
 // Poll is made Writable when room appears after it found the channel full.
 func TestSenderCloneWritable(t *testing.T) {
-	p1, p2 := newPoll(t), newPoll(t)
+	p1, p2 := polltest.New(t), polltest.New(t)
 	tx, rx, err := NewBounded[int](1)
 	require.NoError(t, err)
 	defer rx.Close()
@@ -127,7 +128,7 @@ func TestSenderCloneWritable(t *testing.T) {
 
 // An unbounded Sender is always Writable.
 func TestUnboundedSenderWritable(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	defer rx.Close()
 	require.Equal(t, 0, tx.Cap())
@@ -166,7 +167,7 @@ func TestBoundedSendBlocks(t *testing.T) {
 // the Receiver also makes every Sender Writable|Hup.
 func TestBoundedSendUnblockedByClose(t *testing.T) {
 	t.Run("receiver", func(t *testing.T) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		tx, rx, err := NewBounded[int](1)
 		require.NoError(t, err)
 		require.NoError(t, p.Register(tx, txTok, poll.Writable|poll.Hup, poll.Edge))
@@ -201,7 +202,7 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 
 // A Sender cloned after the Receiver closed is Writable|Hup at once.
 func TestCloneAfterReceiverClose(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	tx, rx := New[int]()
 	require.NoError(t, rx.Close())
 	tx2, err := tx.Clone()

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
@@ -22,15 +20,6 @@ const (
 	noEventWait = testsupport.NoEventWait
 	eventWait   = testsupport.EventWait
 )
-
-// newPoll opens a Poll closed at the test's cleanup.
-func newPoll(t testing.TB) *poll.Poll {
-	t.Helper()
-	p, err := poll.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
 
 // pollOnce, waitEvent and expectNoEvent are internal/polltest's, with this
 // package's waits.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/sigrelay"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
@@ -31,7 +32,7 @@ func TestNoLeak(t *testing.T) {
 }
 
 func noLeakRound(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	for _, pa := range paths {
 		var ws []*Watcher
 		var cmds []*exec.Cmd

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -27,7 +28,7 @@ const manyChildren = 1000
 // zombie is left (checked in /proc).
 func TestThousandChildren(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		r, wr, err := os.Pipe()
 		require.NoError(t, err)
 		defer wr.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -25,7 +26,7 @@ func TestPipeCloseRaces(t *testing.T) {
 	chunk := bytes.Repeat([]byte("w"), 512)
 	marker := []byte("marker!\n")
 	for range 10 {
-		p := newPoll(t)
+		p := polltest.New(t)
 		_, pipes := startPiped(t, Stdin|Stdout, "exec cat")
 		var wg sync.WaitGroup
 		errs := make(chan error, 3)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -46,7 +47,7 @@ func TestReapedBeforeSeen(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
 		for _, opts := range []poll.PollOpt{poll.Edge, poll.Level} {
 			t.Run(opts.String(), func(t *testing.T) {
-				p := newPoll(t)
+				p := polltest.New(t)
 				before := ReadStats()
 				cmd, release := startReading(t)
 				w := watchOn(t, cmd, pa)
@@ -81,7 +82,7 @@ func TestReapedBeforeSeen(t *testing.T) {
 // ECHILD, never the exit. The Watcher reports it (a Status-free wait on
 // the Poll), leaves the table, and Status says ErrReaped.
 func TestReapedBeforeAnyScan(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	before := ReadStats()
 	cmd, release := startReading(t)
 	w := watchOn(t, cmd, paths[1])

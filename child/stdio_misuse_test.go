@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -52,7 +53,7 @@ func TestStartBadInput(t *testing.T) {
 // touches no descriptor (the zero fd is stdin); a nil Stdio closes
 // nothing.
 func TestZeroPipes(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	for _, r := range []*PipeReader{nil, {}} {
 		_, err := r.Read(make([]byte, 1))
 		require.ErrorIs(t, err, ErrInvalidArgument)
@@ -78,7 +79,7 @@ func TestZeroPipes(t *testing.T) {
 // one is closed), Reregister and Deregister only with it, bad arguments
 // refused by the Poll's own checks.
 func TestPipeRegistration(t *testing.T) {
-	p, q := newPoll(t), newPoll(t)
+	p, q := polltest.New(t), polltest.New(t)
 	_, pipes := startPiped(t, Stdout, "exec sleep 100")
 	r := pipes.Stdout
 	require.Contains(t, r.String(), "stdout of pid ")
@@ -105,7 +106,7 @@ func TestPipeRegistration(t *testing.T) {
 // before.
 func TestPipesNoLeak(t *testing.T) {
 	before := openPipes(t)
-	p := newPoll(t)
+	p := polltest.New(t)
 	for i := range 100 {
 		cmd := exec.Command("/bin/sh", "-c", "echo out; echo err >&2")
 		pipes, err := Start(cmd, Stdin|Stdout|Stderr)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -32,7 +33,7 @@ func TestStartOutput(t *testing.T) {
 	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do echo "line $i"; i=$((i+1)); done; echo oops >&2; exit 3`, lines)
 	for _, opts := range modes {
 		t.Run(opts.String(), func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			cmd, pipes := startPiped(t, Stdout|Stderr, script)
 			require.Nil(t, pipes.Stdin)
 			w := watchOn(t, cmd, paths[0])
@@ -71,7 +72,7 @@ func TestStartOutput(t *testing.T) {
 func TestStartGrandchildHoldsNoWait(t *testing.T) {
 	for _, pa := range paths {
 		t.Run(pa.name, func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			cmd, pipes := startPiped(t, Stdout, "sleep 5 & echo $!")
 			w := watchOn(t, cmd, pa)
 			require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
@@ -112,7 +113,7 @@ func TestStartStdinBackPressure(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
 	for _, opts := range modes {
 		t.Run(opts.String(), func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			cmd, pipes := startPiped(t, Stdin|Stdout, "exec cat")
 			w := watchOn(t, cmd, paths[0])
 			require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
@@ -158,7 +159,7 @@ func TestStartStdinBackPressure(t *testing.T) {
 // the data; EPIPE from a Write once nobody reads, which this process
 // survives, with the pipe reported writable.
 func TestPipeResults(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	cmd, pipes := startPiped(t, Stdin|Stdout, `read x; echo "got $x"`)
 	require.NoError(t, p.Register(pipes.Stdout, 1, poll.Readable|poll.Hup, poll.Edge))
 	buf := make([]byte, 64)
@@ -203,7 +204,7 @@ func TestPipeResults(t *testing.T) {
 // a child writing to a closed stdout dies of SIGPIPE; closing stdin is the
 // child's end of input.
 func TestPipeClose(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	cmd, pipes := startPiped(t, Stdin|Stdout|Stderr, "read x; exec cat")
 	w := watchOn(t, cmd, paths[0])
 	require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))

@@ -50,14 +50,6 @@ func forPaths(t *testing.T, f func(t *testing.T, pa path)) {
 	}
 }
 
-func newPoll(t testing.TB) *poll.Poll {
-	t.Helper()
-	p, err := poll.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
-
 // start starts a command; the cleanup kills and reaps it if the test did
 // not.
 func start(t testing.TB, name string, args ...string) *exec.Cmd {
@@ -125,13 +117,11 @@ func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
 	polltest.ExpectNoEvent(t, p, tok, noEventWait)
 }
 
-// waitFor waits until cond holds (testsupport.Eventually: yielding
-// between looks, never sleeping), and fails the test after eventWait.
+// waitFor is testsupport.WaitFor with this package's longer wait: a
+// process to start or end on a loaded machine.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !testsupport.Eventually(eventWait, cond) {
-		require.FailNow(t, "timeout", "waiting %v for %s", eventWait, what)
-	}
+	testsupport.WaitForWithin(t, eventWait, what, cond)
 }
 
 // procState returns the state letter of a process in /proc ("R", "S", "T",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -20,7 +21,7 @@ import (
 // once, with the status Status gave.
 func TestExitCodes(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		for i, code := range []int{0, 1, 3, 42, 255} {
 			cmd := sh(t, fmt.Sprintf("exit %d", code))
 			w := watchOn(t, cmd, pa)
@@ -47,7 +48,7 @@ func TestExitCodes(t *testing.T) {
 // pidfd path).
 func TestDeathBySignal(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGUSR1} {
 			cmd := start(t, "/bin/sleep", "100")
 			w := watchOn(t, cmd, pa)
@@ -76,7 +77,7 @@ func TestDeathBySignal(t *testing.T) {
 // kill that follows is reported.
 func TestStopContinue(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		cmd := start(t, "/bin/sleep", "100")
 		w := watchOn(t, cmd, pa)
 		require.NoError(t, p.Register(w, 1, poll.Readable, poll.Level))
@@ -110,7 +111,7 @@ func TestStopContinue(t *testing.T) {
 // reports at once (rule 5).
 func TestModes(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		edge, level, oneshot, late := sh(t, "exit 1"), sh(t, "exit 2"), sh(t, "exit 3"), sh(t, "exit 4")
 		we, wl, wo, wlate := watchOn(t, edge, pa), watchOn(t, level, pa), watchOn(t, oneshot, pa), watchOn(t, late, pa)
 		require.NoError(t, p.Register(we, 1, poll.Readable, poll.Edge))
@@ -162,7 +163,7 @@ func TestPidfdOpen(t *testing.T) {
 	old := useRuntimePidfd
 	useRuntimePidfd = false
 	defer func() { useRuntimePidfd = old }()
-	p := newPoll(t)
+	p := polltest.New(t)
 	cmd := start(t, "/bin/sleep", "100")
 	w := watchOn(t, cmd, paths[0])
 	require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
@@ -185,7 +186,7 @@ func TestPidfdOpen(t *testing.T) {
 // source) keeps the status.
 func TestReapedBeforeStatus(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		cmd := sh(t, "exit 5")
 		w := watchOn(t, cmd, pa)
 		require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
@@ -205,7 +206,7 @@ func TestReapedBeforeStatus(t *testing.T) {
 // on a running process), the state after it; Status agrees afterwards.
 func TestWait(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		r, wr, err := os.Pipe()
 		require.NoError(t, err)
 		defer r.Close()
@@ -244,7 +245,7 @@ func TestWait(t *testing.T) {
 // One child, two Watchers on two Polls: both are notified, neither reaps.
 func TestTwoPollsOneChild(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p1, p2 := newPoll(t), newPoll(t)
+		p1, p2 := polltest.New(t), polltest.New(t)
 		cmd := start(t, "/bin/sleep", "100")
 		w1, w2 := watchOn(t, cmd, pa), watchOn(t, cmd, pa)
 		require.NoError(t, p1.Register(w1, 1, poll.Readable, poll.Edge))
@@ -269,7 +270,7 @@ func TestTwoPollsOneChild(t *testing.T) {
 // everything with ErrClosed.
 func TestClose(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		cmd := sh(t, "exit 6")
 		w := watchOn(t, cmd, pa)
 		require.NoError(t, p.Register(w, 1, poll.Readable, poll.Level))
@@ -333,7 +334,7 @@ func TestBadInput(t *testing.T) {
 		require.ErrorIs(t, err, ErrNotChild)
 		require.NoError(t, parent.Release()) // its pidfd, now rather than at a GC (TestNoLeak counts)
 
-		p := newPoll(t)
+		p := polltest.New(t)
 		for _, w := range []*Watcher{nil, {}} {
 			require.ErrorIs(t, w.Close(), ErrInvalidArgument)
 			require.ErrorIs(t, p.Register(w, 1, poll.Readable, poll.Edge), ErrInvalidArgument)
@@ -356,7 +357,7 @@ func TestBadInput(t *testing.T) {
 		require.ErrorIs(t, p.Reregister(w, 1, poll.Readable, poll.Edge), poll.ErrNotRegistered)
 		require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
 		require.ErrorIs(t, p.Register(w, 2, poll.Readable, poll.Edge), poll.ErrAlreadyRegistered, "double Watch from one Poll")
-		q := newPoll(t)
+		q := polltest.New(t)
 		require.ErrorIs(t, q.Register(w, 1, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
 		require.ErrorIs(t, q.Reregister(w, 1, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
 		require.ErrorIs(t, p.Register(w, 1, poll.Ready(1<<7), poll.Edge), poll.ErrInvalidInterest)
@@ -373,7 +374,7 @@ func TestErrorsMatch(t *testing.T) {
 // stays in the table until then (Close takes out that Watcher alone).
 func TestCloseOneOfTwoWatchers(t *testing.T) {
 	forPaths(t, func(t *testing.T, pa path) {
-		p := newPoll(t)
+		p := polltest.New(t)
 		cmd, release := startReading(t)
 		before := ReadStats()
 		w1, w2 := watchOn(t, cmd, pa), watchOn(t, cmd, pa)

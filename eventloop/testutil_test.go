@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/socket"
 )
@@ -17,10 +18,10 @@ import (
 // is shared and slow, and a failure shows as a timeout anyway.
 const waitLimit = 20 * time.Second
 
-// eventually waits for cond, polling it, and fails after waitLimit.
+// eventually is testsupport.WaitFor with this package's longer wait.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	require.Eventually(t, cond, waitLimit, time.Millisecond, "waiting for %s", what)
+	testsupport.WaitForWithin(t, waitLimit, what, cond)
 }
 
 // newLoop makes a Loop that the test closes at its end.

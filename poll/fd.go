@@ -73,7 +73,7 @@ func (p *Poll) rearmFd(fd int, r Ready) error {
 	if err := checkFd(fd); err != nil {
 		return err
 	}
-	err := p.sel.Rearm(fd, uint32(r))
+	err := p.sel.Drained(fd, uint32(r))
 	switch {
 	case err == nil:
 		return nil

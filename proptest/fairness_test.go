@@ -20,9 +20,7 @@ import (
 // sources): neither kind may starve the other, and within a kind no source
 // may starve another (the selector and the readiness queue must rotate).
 func TestFairness(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { fairness(t, be) }
-	})
+	forEachBackend(t, fairness)
 }
 
 type fairSource struct {
@@ -35,8 +33,7 @@ type fairSource struct {
 }
 
 func fairness(t *rapid.T, be string) {
-	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	n := rapid.IntRange(2, 8).Draw(t, "sources")
 	srcs := make([]*fairSource, n)
@@ -44,10 +41,7 @@ func fairness(t *rapid.T, be string) {
 		s := &fairSource{peer: -1, opts: rapid.SampledFrom([]poll.PollOpt{poll.Level, poll.Edge}).Draw(t, "opts")}
 		var e poll.Evented
 		if rapid.Bool().Draw(t, "socket") {
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatalf("socketpair: %v", err)
-			}
+			fds := socketPair(t)
 			defer unix.Close(fds[0])
 			defer unix.Close(fds[1])
 			_, _ = unix.Write(fds[1], []byte("x"))

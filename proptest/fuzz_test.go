@@ -38,8 +38,7 @@ func FuzzStateMachine(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(rapid.MakeFuzz(func(t *rapid.T) {
-		bes := backendsUnderTest()
-		be := bes[rapid.IntRange(0, len(bes)-1).Draw(t, "backend")]
+		be := drawBackend(t)
 		stateMachine(backendOf(be))(t)
 	}))
 }
@@ -51,8 +50,13 @@ func FuzzRegistrations(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(rapid.MakeFuzz(func(t *rapid.T) {
-		bes := backendsUnderTest()
-		be := bes[rapid.IntRange(0, len(bes)-1).Draw(t, "backend")]
+		be := drawBackend(t)
 		stateMachineOf(backendOf(be), []kind{regKind{}})(t)
 	}))
+}
+
+// drawBackend draws one of the backends under test.
+func drawBackend(t *rapid.T) string {
+	bes := backendsUnderTest()
+	return bes[rapid.IntRange(0, len(bes)-1).Draw(t, "backend")]
 }

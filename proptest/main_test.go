@@ -74,8 +74,7 @@ func flagSet(name string) (set bool) {
 
 // checkScaled is rapid.Check with factor times the configured number of
 // checks (-rapid.checks, already scaled by PROPTEST_SOAK), for properties
-// that are cheap and find more with more cases. Tests in this package do
-// not run in parallel, so changing the flag around one Check is safe.
+// that are cheap and find more with more cases.
 func checkScaled(t *testing.T, factor int, prop func(*rapid.T)) {
 	t.Helper()
 	checkScaledSoak(t, factor, 1, prop)
@@ -86,17 +85,34 @@ func checkScaled(t *testing.T, factor int, prop func(*rapid.T)) {
 // their checks in a soak, so that they do not take all of its time.
 func checkScaledSoak(t *testing.T, factor, soakDiv int, prop func(*rapid.T)) {
 	t.Helper()
+	checkWith(t, func(n int) int {
+		n *= factor
+		if soak > 1 {
+			n = max(n/soakDiv, 1)
+		}
+		return n
+	}, prop)
+}
+
+// checkFraction is rapid.Check with the configured number of checks
+// (-rapid.checks, scaled by PROPTEST_SOAK) divided by div, at least one.
+func checkFraction(t *testing.T, div int, prop func(*rapid.T)) {
+	t.Helper()
+	checkWith(t, func(n int) int { return max(n/div, 1) }, prop)
+}
+
+// checkWith is rapid.Check with scale(n) checks, n the configured number
+// (-rapid.checks). Tests in this package do not run in parallel, so
+// changing the flag around one Check is safe.
+func checkWith(t *testing.T, scale func(n int) int, prop func(*rapid.T)) {
+	t.Helper()
 	f := flag.Lookup("rapid.checks")
 	old := f.Value.String()
 	n, err := strconv.Atoi(old)
 	if err != nil {
 		t.Fatalf("-rapid.checks=%s: %v", old, err)
 	}
-	n *= factor
-	if soak > 1 {
-		n = max(n/soakDiv, 1)
-	}
-	_ = flag.Set("rapid.checks", strconv.Itoa(n))
+	_ = flag.Set("rapid.checks", strconv.Itoa(scale(n)))
 	defer flag.Set("rapid.checks", old)
 	rapid.Check(t, prop)
 }

@@ -188,7 +188,7 @@ func (c *blockedChange) start(p *poll.Poll) {
 			if now.Sub(changed) > blockLimit {
 				return // the Poll's watchdog closes it
 			}
-			waitFor(probePeriod)
+			pace(probePeriod)
 		}
 	}()
 }

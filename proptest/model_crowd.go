@@ -4,10 +4,7 @@ package proptest
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
-	"time"
+	"slices"
 
 	"pgregory.net/rapid"
 
@@ -82,29 +79,17 @@ func (m *crowdMember) may() bool {
 }
 
 // mustReturn reports whether a member must be reported.
-func (c *crowd) mustReturn() bool {
-	if c == nil {
-		return false
-	}
-	for _, m := range c.m {
-		if m.must() {
-			return true
-		}
-	}
-	return false
-}
+func (c *crowd) mustReturn() bool { return c.any((*crowdMember).must) }
 
 // reportable reports whether a member may be reported.
-func (c *crowd) reportable() bool {
+func (c *crowd) reportable() bool { return c.any((*crowdMember).may) }
+
+// any reports whether f holds for a member.
+func (c *crowd) any(f func(*crowdMember) bool) bool {
 	if c == nil {
 		return false
 	}
-	for _, m := range c.m {
-		if m.may() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.m, f)
 }
 
 func (c *crowd) String() string {
@@ -173,20 +158,7 @@ func (w *world) needCrowd(t *rapid.T) *crowd {
 
 // CrowdBurst sets readiness on a range of members.
 func (w *world) CrowdBurst(t *rapid.T) {
-	c := w.needCrowd(t)
-	idx, desc := c.drawRange(t)
-	bits := poll.Ready(rapid.Uint32Range(1, 31).Draw(t, "crowd readiness"))
-	for _, i := range idx {
-		m := c.m[i]
-		err := m.sr.SetReadiness(bits)
-		if m.closed {
-			w.expectErr(t, "SetReadiness of a closed crowd member", err, poll.ErrClosed)
-			continue
-		}
-		w.expectErr(t, fmt.Sprintf("SetReadiness of crowd member %d", i), err, nil)
-		m.set(bits)
-	}
-	w.logf("%s.SetReadiness(%s)", desc, bits)
+	w.crowdEach(t, "SetReadiness", (*poll.SetReadiness).SetReadiness, (*crowdMember).set)
 }
 
 // set applies a SetReadiness that returned to the model.
@@ -199,20 +171,27 @@ func (m *crowdMember) set(bits poll.Ready) {
 
 // CrowdUnset clears readiness on a range of members.
 func (w *world) CrowdUnset(t *rapid.T) {
+	w.crowdEach(t, "UnsetReadiness", (*poll.SetReadiness).UnsetReadiness, func(m *crowdMember, bits poll.Ready) { m.rd &^= bits })
+}
+
+// crowdEach calls op, named name, with drawn readiness bits on a drawn
+// range of members, and applies each call that returned to the model
+// (a closed member must refuse with ErrClosed).
+func (w *world) crowdEach(t *rapid.T, name string, op func(*poll.SetReadiness, poll.Ready) error, apply func(*crowdMember, poll.Ready)) {
 	c := w.needCrowd(t)
 	idx, desc := c.drawRange(t)
 	bits := poll.Ready(rapid.Uint32Range(1, 31).Draw(t, "crowd readiness"))
 	for _, i := range idx {
 		m := c.m[i]
-		err := m.sr.UnsetReadiness(bits)
+		err := op(m.sr, bits)
 		if m.closed {
-			w.expectErr(t, "UnsetReadiness of a closed crowd member", err, poll.ErrClosed)
+			w.expectErr(t, name+" of a closed crowd member", err, poll.ErrClosed)
 			continue
 		}
-		w.expectErr(t, fmt.Sprintf("UnsetReadiness of crowd member %d", i), err, nil)
-		m.rd &^= bits
+		w.expectErr(t, fmt.Sprintf("%s of crowd member %d", name, i), err, nil)
+		apply(m, bits)
 	}
-	w.logf("%s.UnsetReadiness(%s)", desc, bits)
+	w.logf("%s.%s(%s)", desc, name, bits)
 }
 
 // CrowdRearm reregisters a range of members under their own tokens, with a
@@ -267,204 +246,6 @@ func (w *world) PollMany(t *rapid.T) {
 		t.Skip("no crowd")
 	}
 	w.poll(t, rapid.IntRange(9, crowdMax+16).Draw(t, "capacity (many)"), 0)
-}
-
-// CrowdBurstBlocked: another goroutine sets readiness on a range of members
-// while the world blocks in Poll(-1) (at once, or once the poller sleeps).
-func (w *world) CrowdBurstBlocked(t *rapid.T) {
-	c := w.needCrowd(t)
-	idx, desc := c.drawRange(t)
-	bits := poll.Ready(rapid.Uint32Range(1, 31).Draw(t, "crowd readiness"))
-	ends := w.mustReturn()
-	for _, i := range idx {
-		if m := c.m[i]; !m.closed && m.armed && bits&m.interest != 0 {
-			ends = true
-		}
-	}
-	if !ends {
-		t.Skip("nothing would end Poll(-1)")
-	}
-	b := &crowdBurst{c: c, idx: idx, desc: desc, bits: bits, done: make(chan struct{})}
-	b.atOnce = rapid.IntRange(0, 3).Draw(t, "when (0: at once, else once the poller sleeps)") == 0
-	capacity := rapid.IntRange(1, 64).Draw(t, "capacity")
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	b.probe = probeThisThread()
-	w.pollDuring(t, capacity, -1, b)
-}
-
-// crowdBurst is the other goroutine's work in CrowdBurstBlocked.
-type crowdBurst struct {
-	c      *crowd
-	idx    []int
-	desc   string
-	bits   poll.Ready
-	atOnce bool
-	probe  *threadProbe
-	ret    atomic.Bool
-	done   chan struct{}
-	mu     sync.Mutex
-	errs   []string
-}
-
-func (b *crowdBurst) start(p *poll.Poll) {
-	go func() {
-		defer close(b.done)
-		if !b.atOnce {
-			b.probe.waitAsleep(blockLimit, &b.ret)
-		}
-		for _, i := range b.idx {
-			m := b.c.m[i]
-			err := m.sr.SetReadiness(b.bits)
-			if (err == nil) == m.closed {
-				b.mu.Lock()
-				b.errs = append(b.errs, fmt.Sprintf("SetReadiness of crowd member %d (closed %v) = %v", i, m.closed, err))
-				b.mu.Unlock()
-			}
-		}
-	}()
-}
-
-func (b *crowdBurst) returned() { b.ret.Store(true) }
-
-func (b *crowdBurst) join(t *rapid.T, w *world) {
-	select {
-	case <-b.done:
-	case <-time.After(blockLimit):
-		w.fatalf(t, "the burst of SetReadiness on %s did not end within %v", b.desc, blockLimit)
-	}
-	w.logf("during Poll#%d, from another goroutine: %s.SetReadiness(%s)", w.calls+1, b.desc, b.bits)
-	if len(b.errs) > 0 {
-		w.fatalf(t, "burst: %v", b.errs)
-	}
-	for _, i := range b.idx {
-		if m := b.c.m[i]; !m.closed {
-			m.inflight |= b.bits
-		}
-	}
-}
-
-// check compares every member's Readiness with the model.
-func (c *crowd) check(t *rapid.T, w *world) {
-	if c == nil {
-		return
-	}
-	for i, m := range c.m {
-		if got := m.sr.Readiness(); got != m.rd {
-			w.fatalf(t, "crowd member %d: Readiness() = %s, but the model has %s", i, got, m.rd)
-		}
-	}
-}
-
-// checkCall checks the crowd's part of one Poll call and advances its
-// model; drained and bound are the call's, as for sources.
-func (c *crowd) checkCall(t *rapid.T, w *world, call *pollCall, drained bool, bound int) {
-	if c == nil {
-		return
-	}
-	for i, m := range c.m {
-		tok := crowdBase + poll.Token(i)
-		before, after := m.rd, m.rd|m.inflight
-		level := m.opts.IsLevel()
-		armed := m.armed && !m.closed
-		sure := before & m.interest
-		maybe := after & m.interest
-		fired := m.inflight & m.interest // set by a burst during the call
-		must := armed && sure != 0 && (level || m.owed)
-		may := armed && maybe != 0 && (level || m.owed || m.mayFire || fired != 0)
-		r, reported := call.got[tok]
-		if reported {
-			label := fmt.Sprintf("crowd member %d (token %d, %s, %s)", i, tok, m.interest, m.opts)
-			switch {
-			case m.closed:
-				w.fatalf(t, "Poll#%d reported %s with %s after it was closed (rule 7)", call.idx, label, r)
-			case !m.armed:
-				w.fatalf(t, "Poll#%d reported %s with %s again although it is oneshot and was not reregistered since its event (rule 4)", call.idx, label, r)
-			case r == 0:
-				w.fatalf(t, "Poll#%d reported %s with empty readiness", call.idx, label)
-			case r&^m.interest != 0:
-				w.fatalf(t, "Poll#%d reported %s with %s, outside its interest (rule 6)", call.idx, label, r)
-			case r&^maybe != 0:
-				w.fatalf(t, "Poll#%d reported %s with %s, but only %s can be ready (stale or invented readiness)", call.idx, label, r, maybe)
-			case sure&^r != 0:
-				w.fatalf(t, "Poll#%d reported %s with %s, missing %s which is ready (incomplete event)", call.idx, label, r, sure&^r)
-			case !may:
-				w.fatalf(t, "Poll#%d reported %s with %s, but nothing new arrived since its last event (rule 2: one notification per edge)", call.idx, label, r)
-			}
-			if !must {
-				totals.spurious.Add(1)
-			}
-			m.missed.reset()
-			switch {
-			case m.opts.IsOneshot():
-				m.armed, m.owed, m.mayFire = false, false, false
-			case level:
-				m.owed, m.mayFire = false, false
-			case fired&^r != 0:
-				// The event lacks bits the burst set: they came after it,
-				// a new edge.
-				m.owed, m.mayFire = true, false
-			default:
-				// The burst's bits are in the event: it came before, unless
-				// they were set already, which cannot be told.
-				m.owed, m.mayFire = false, fired != 0 && fired&^before == 0
-			}
-		} else {
-			if must {
-				if drained {
-					w.fatalf(t, "Poll#%d did not report crowd member %d (token %d, %s, %s, ready %s) although it had room (%d of %d): a lost event (rules %s)",
-						call.idx, i, tok, m.interest, m.opts, sure, len(call.order), call.capacity, crowdRules(m))
-				}
-				totals.carried.Add(1)
-				if m.missed.miss(bound) {
-					w.fatalf(t, "crowd member %d (token %d, %s, %s, ready %s) was not reported by %d consecutive Poll calls that were full: starved (rules 8, 11)",
-						i, tok, m.interest, m.opts, sure, m.missed.calls)
-				}
-			} else {
-				m.missed.reset()
-			}
-			if armed && fired != 0 {
-				m.owed = true // set during the call, before or after its end
-			}
-			if drained && fired == 0 {
-				m.mayFire = false
-				if m.owed && sure == 0 {
-					m.owed = false // for readiness that is gone (rule 6)
-				}
-			}
-		}
-		m.rd, m.inflight = after, 0
-	}
-}
-
-func crowdRules(m *crowdMember) string {
-	switch {
-	case m.opts.IsOneshot():
-		return "4, 5, 8"
-	case m.opts.IsLevel():
-		return "3, 8"
-	default:
-		return "2, 8"
-	}
-}
-
-// settle ends a check of the crowd: calls with room for all of it, which
-// must report every member owed an event, then Close of every member
-// still open, after which none may be reported (the world's own settle
-// follows).
-func (c *crowd) settle(t *rapid.T, w *world) {
-	if c == nil || c.live == 0 {
-		return
-	}
-	for i := 0; i < 2; i++ {
-		w.poll(t, len(c.m)+16, 0)
-	}
-	for i := range c.m {
-		if !c.m[i].closed {
-			c.close(t, w, i)
-		}
-	}
-	w.logf("crowd closed")
 }
 
 // discard closes every member without checking anything.

@@ -127,6 +127,26 @@ func fdReady(sure, maybe kflags, interest poll.Ready) (poll.Ready, poll.Ready) {
 // kernel conditions now.
 type fdImpl interface{ kernel() kflags }
 
+// conder is a descriptor kind's model of its registered end: the kernel
+// conditions that are there for sure, and those that may be.
+type conder interface{ cond() (sure, maybe kflags) }
+
+// conds gives a descriptor kind, by embedding, the parts of its impl that
+// follow from its cond, the same for every kind.
+type conds struct{ c conder }
+
+func (c conds) kernel() kflags { s, _ := c.c.cond(); return s }
+
+func (c conds) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
+	s, m := c.c.cond()
+	return fdReady(s, m, interest)
+}
+
+func (c conds) filtered(interest, quiet poll.Ready) bool {
+	_, m := c.c.cond()
+	return fdFiltered(m, interest, quiet)
+}
+
 // fdQuieted is what an emulated edge stops asking for once it reports an
 // event: the conditions it asked for (interest less what was quiet already)
 // that the kernel reported. Hang-ups and errors cannot be left out of a
@@ -243,383 +263,31 @@ func readAll(fd int) (n int, eof bool, reset bool, err error) {
 
 var payload [512]byte
 
-// ---- sock: one end of a unix stream socket pair
+// drawWrite writes a drawn 1 to 64 bytes to fd and logs it under who.
+func (w *world) drawWrite(t *rapid.T, s *src, fd int, who string) (n, m int, err error) {
+	n = rapid.IntRange(1, 64).Draw(t, "bytes")
+	m, err = unix.Write(fd, payload[:n])
+	w.logf("%s: %s writes %d bytes = %d, %v", s.label, who, n, m, err)
+	return n, m, err
+}
 
-type sockKind struct{}
+// drawRead reads a drawn 1 to 64 bytes from fd and logs it.
+func (w *world) drawRead(t *rapid.T, s *src, fd int) (k, m int, err error) {
+	k = rapid.IntRange(1, 64).Draw(t, "bytes")
+	var buf [64]byte
+	m, err = unix.Read(fd, buf[:k])
+	w.logf("%s: read %d = %d, %v", s.label, k, m, err)
+	return k, m, err
+}
 
-func (sockKind) name() string { return "sock" }
-
-func (sockKind) open(t *rapid.T, w *world) impl {
+// socketPair returns a non-blocking, close-on-exec unix stream socket pair;
+// the caller closes both ends.
+func socketPair(t interface{ Fatalf(string, ...any) }) [2]int {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatalf("socketpair: %v", err)
 	}
-	return &sockImpl{a: fds[0], b: fds[1]}
-}
-
-func (sockKind) ops() []op {
-	return []op{
-		{"peer writes", sockPeerWrite},
-		{"read", sockRead},
-		{"drain", sockDrain},
-		{"write to peer", sockOwnWrite},
-		{"peer drains", sockPeerRead},
-		{"peer shuts down writing", sockPeerShutWr},
-		{"peer shuts down reading", sockPeerShutRd},
-		{"peer closes", sockPeerClose},
-		{"close", sockCloseOp},
-	}
-}
-
-type sockImpl struct {
-	a, b    int // a is registered; b is the peer (-1 once closed)
-	inA     int // bytes queued towards a
-	inB     int // bytes queued towards b
-	writesB int // writes a made that b has not read (bounded: a stays writable)
-	wrShut  bool
-	rdShut  bool
-	err     bool // ECONNRESET pending on a (the peer closed with unread data)
-}
-
-func (im *sockImpl) evented() poll.Evented { return poll.Fd(im.a) }
-func (im *sockImpl) isFd() bool            { return true }
-
-func (im *sockImpl) cond() (sure, maybe kflags) {
-	sure = kOUT // a's writes stay far below its send buffer
-	if im.inA > 0 || im.wrShut {
-		sure |= kIN
-	}
-	if im.wrShut {
-		sure |= kRDHUP
-	}
-	if im.wrShut && im.rdShut {
-		sure |= kHUP
-	}
-	if im.err {
-		sure |= kERR
-	}
-	return sure, sure
-}
-
-func (im *sockImpl) kernel() kflags { s, _ := im.cond(); return s }
-
-func (im *sockImpl) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
-	s, m := im.cond()
-	return fdReady(s, m, interest)
-}
-
-func (im *sockImpl) filtered(interest, quiet poll.Ready) bool {
-	_, m := im.cond()
-	return fdFiltered(m, interest, quiet)
-}
-
-func (im *sockImpl) String() string {
-	s, _ := im.cond()
-	peer := "open"
-	switch {
-	case im.b < 0:
-		peer = "closed"
-	case im.wrShut && im.rdShut:
-		peer = "shut down"
-	case im.wrShut:
-		peer = "shut down writing"
-	case im.rdShut:
-		peer = "shut down reading"
-	}
-	return fmt.Sprintf("fd %d, %d bytes in, %d out, peer %s; kernel %v", im.a, im.inA, im.inB, peer, s)
-}
-
-func sockPeerWrite(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 || im.inA > 4096 {
-		t.Skip("peer closed or enough data")
-	}
-	n := rapid.IntRange(1, 64).Draw(t, "bytes")
-	m, err := unix.Write(im.b, payload[:n])
-	w.logf("%s: peer writes %d bytes = %d, %v", s.label, n, m, err)
-	if im.wrShut {
-		w.expectErr(t, "write after shutdown(SHUT_WR)", err, unix.EPIPE)
-		return
-	}
-	if err != nil || m != n {
-		w.fatalf(t, "peer write: %d, %v", m, err)
-	}
-	im.inA += n
-	w.notify(s, poll.Readable) // every write is a new edge
-}
-
-func sockRead(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	k := rapid.IntRange(1, 64).Draw(t, "bytes")
-	var buf [64]byte
-	m, err := unix.Read(im.a, buf[:k])
-	w.logf("%s: read %d = %d, %v", s.label, k, m, err)
-	switch {
-	case im.inA > 0:
-		if err != nil || m != min(k, im.inA) {
-			w.fatalf(t, "read: got %d, %v, want %d", m, err, min(k, im.inA))
-		}
-		im.inA -= m
-		if m < k {
-			w.rearm(t, s, im.a) // a short read: drained
-		}
-	case im.err && err == unix.ECONNRESET:
-		im.err = false
-	case im.err:
-		w.fatalf(t, "read with a pending ECONNRESET: got %d, %v", m, err)
-	case im.wrShut:
-		if err != nil || m != 0 {
-			w.fatalf(t, "read after the peer's shutdown: got %d, %v, want EOF", m, err)
-		}
-	default:
-		w.expectErr(t, "read of an empty socket", err, unix.EAGAIN)
-		w.rearm(t, s, im.a)
-	}
-}
-
-func sockDrain(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	n, eof, reset, err := readAll(im.a)
-	w.logf("%s: drain = %d bytes, eof %v, reset %v, %v", s.label, n, eof, reset, err)
-	if err != nil || n != im.inA || eof != im.wrShut || reset != im.err {
-		w.fatalf(t, "drain: %d bytes, eof %v, reset %v, %v; want %d bytes, eof %v, reset %v", n, eof, reset, err, im.inA, im.wrShut, im.err)
-	}
-	im.inA, im.err = 0, false
-	if !eof {
-		w.rearm(t, s, im.a) // readAll stopped at EAGAIN
-	}
-}
-
-func sockOwnWrite(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.writesB >= 8 {
-		t.Skip("enough unread data at the peer")
-	}
-	n := rapid.IntRange(1, 512).Draw(t, "bytes")
-	m, err := unix.Write(im.a, payload[:n])
-	w.logf("%s: writes %d bytes to peer = %d, %v", s.label, n, m, err)
-	if im.b < 0 || im.rdShut {
-		w.expectErr(t, "write to a peer that closed or shut down reading", err, unix.EPIPE)
-		return
-	}
-	if err != nil || m != n {
-		w.fatalf(t, "write: %d, %v", m, err)
-	}
-	im.inB += n
-	im.writesB++
-}
-
-func sockPeerRead(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 {
-		t.Skip("peer closed")
-	}
-	n, _, _, err := readAll(im.b)
-	w.logf("%s: peer drains = %d bytes, %v", s.label, n, err)
-	if err != nil || n != im.inB {
-		w.fatalf(t, "peer drain: %d, %v; want %d", n, err, im.inB)
-	}
-	if n > 0 {
-		w.jiggle(s) // write space: a wake-up with nothing new
-	}
-	im.inB, im.writesB = 0, 0
-}
-
-func sockPeerShutWr(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 {
-		t.Skip("peer closed")
-	}
-	before, _ := im.cond()
-	err := unix.Shutdown(im.b, unix.SHUT_WR)
-	w.logf("%s: peer shutdown(SHUT_WR) = %v", s.label, err)
-	w.expectErr(t, "shutdown", err, nil)
-	im.wrShut = true
-	w.fdChanged(s, before)
-}
-
-func sockPeerShutRd(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 {
-		t.Skip("peer closed")
-	}
-	before, _ := im.cond()
-	err := unix.Shutdown(im.b, unix.SHUT_RD)
-	w.logf("%s: peer shutdown(SHUT_RD) = %v", s.label, err)
-	w.expectErr(t, "shutdown", err, nil)
-	im.rdShut = true
-	w.fdChanged(s, before)
-}
-
-func sockPeerClose(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*sockImpl)
-	if im.b < 0 {
-		t.Skip("peer closed")
-	}
-	before, _ := im.cond()
-	err := unix.Close(im.b)
-	w.logf("%s: peer closes = %v", s.label, err)
-	w.expectErr(t, "close", err, nil)
-	im.b = -1
-	if im.inB > 0 {
-		im.err = true
-	}
-	im.inB, im.writesB = 0, 0
-	im.wrShut, im.rdShut = true, true
-	w.fdChanged(s, before)
-}
-
-func sockCloseOp(t *rapid.T, w *world, s *src) {
-	w.logf("%s: deregister and close", s.label)
-	s.impl.release(t, w, s)
-	s.gone = true
-}
-
-func (im *sockImpl) release(t *rapid.T, w *world, s *src) {
-	fdRelease(t, w, s, im.a, im.b)
-	im.a, im.b = -1, -1
-}
-
-// ---- pipe: the read end of a pipe
-
-type pipeKind struct{}
-
-func (pipeKind) name() string { return "pipe" }
-
-func (pipeKind) open(t *rapid.T, w *world) impl {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		t.Fatalf("pipe2: %v", err)
-	}
-	return &pipeImpl{r: p[0], w: p[1]}
-}
-
-func (pipeKind) ops() []op {
-	return []op{
-		{"writer writes", pipeWrite},
-		{"read", pipeRead},
-		{"drain", pipeDrain},
-		{"writer closes", pipeCloseWriter},
-		{"close", pipeCloseOp},
-	}
-}
-
-type pipeImpl struct {
-	r, w int // r is registered; w is -1 once closed
-	data int
-}
-
-func (im *pipeImpl) evented() poll.Evented { return poll.Fd(im.r) }
-func (im *pipeImpl) isFd() bool            { return true }
-
-func (im *pipeImpl) cond() (sure, maybe kflags) {
-	if im.data > 0 {
-		sure |= kIN
-	}
-	if im.w < 0 {
-		sure |= kHUP
-	}
-	return sure, sure
-}
-
-func (im *pipeImpl) kernel() kflags { s, _ := im.cond(); return s }
-
-func (im *pipeImpl) ready(interest poll.Ready) (poll.Ready, poll.Ready) {
-	s, m := im.cond()
-	return fdReady(s, m, interest)
-}
-
-func (im *pipeImpl) filtered(interest, quiet poll.Ready) bool {
-	_, m := im.cond()
-	return fdFiltered(m, interest, quiet)
-}
-
-func (im *pipeImpl) String() string {
-	s, _ := im.cond()
-	wr := "open"
-	if im.w < 0 {
-		wr = "closed"
-	}
-	return fmt.Sprintf("fd %d, %d bytes, writer %s; kernel %v", im.r, im.data, wr, s)
-}
-
-func pipeWrite(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*pipeImpl)
-	if im.w < 0 || im.data > 4096 {
-		t.Skip("writer closed or enough data")
-	}
-	n := rapid.IntRange(1, 64).Draw(t, "bytes")
-	m, err := unix.Write(im.w, payload[:n])
-	w.logf("%s: writer writes %d bytes = %d, %v", s.label, n, m, err)
-	if err != nil || m != n {
-		w.fatalf(t, "pipe write: %d, %v", m, err)
-	}
-	im.data += n
-	w.notify(s, poll.Readable) // every write is a new edge
-}
-
-func pipeRead(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*pipeImpl)
-	k := rapid.IntRange(1, 64).Draw(t, "bytes")
-	var buf [64]byte
-	m, err := unix.Read(im.r, buf[:k])
-	w.logf("%s: read %d = %d, %v", s.label, k, m, err)
-	switch {
-	case im.data > 0:
-		if err != nil || m != min(k, im.data) {
-			w.fatalf(t, "pipe read: got %d, %v, want %d", m, err, min(k, im.data))
-		}
-		im.data -= m
-		if im.data > 0 {
-			w.jiggle(s) // pipe_read wakes the next reader when data is left
-		} else if m < k {
-			w.rearm(t, s, im.r) // a short read: drained
-		}
-	case im.w < 0:
-		if err != nil || m != 0 {
-			w.fatalf(t, "pipe read after writer closed: %d, %v, want EOF", m, err)
-		}
-	default:
-		w.expectErr(t, "read of an empty pipe", err, unix.EAGAIN)
-		w.rearm(t, s, im.r)
-	}
-}
-
-func pipeDrain(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*pipeImpl)
-	n, eof, _, err := readAll(im.r)
-	w.logf("%s: drain = %d bytes, eof %v, %v", s.label, n, eof, err)
-	if err != nil || n != im.data || eof != (im.w < 0) {
-		w.fatalf(t, "pipe drain: %d bytes, eof %v, %v; want %d, eof %v", n, eof, err, im.data, im.w < 0)
-	}
-	im.data = 0
-	if !eof {
-		w.rearm(t, s, im.r) // readAll stopped at EAGAIN
-	}
-}
-
-func pipeCloseWriter(t *rapid.T, w *world, s *src) {
-	im := s.impl.(*pipeImpl)
-	if im.w < 0 {
-		t.Skip("writer closed")
-	}
-	before, _ := im.cond()
-	err := unix.Close(im.w)
-	w.logf("%s: writer closes = %v", s.label, err)
-	w.expectErr(t, "close", err, nil)
-	im.w = -1
-	w.fdChanged(s, before)
-}
-
-func pipeCloseOp(t *rapid.T, w *world, s *src) {
-	w.logf("%s: deregister and close", s.label)
-	s.impl.release(t, w, s)
-	s.gone = true
-}
-
-func (im *pipeImpl) release(t *rapid.T, w *world, s *src) {
-	fdRelease(t, w, s, im.r, im.w)
-	im.r, im.w = -1, -1
+	return [2]int(fds)
 }
 
 func closeAll(fds ...int) {
@@ -629,6 +297,3 @@ func closeAll(fds ...int) {
 		}
 	}
 }
-
-func (im *sockImpl) discard() { closeAll(im.a, im.b); im.a, im.b = -1, -1 }
-func (im *pipeImpl) discard() { closeAll(im.r, im.w); im.r, im.w = -1, -1 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -93,7 +94,7 @@ func (p *threadProbe) waitAsleep(d time.Duration, stop *atomic.Bool) bool {
 		if (stop != nil && stop.Load()) || time.Now().After(deadline) {
 			return false
 		}
-		waitFor(probePeriod)
+		pace(probePeriod)
 	}
 }
 
@@ -152,6 +153,23 @@ func awaitWakeOr(done, abort <-chan struct{}, probe *threadProbe, from time.Time
 	}
 }
 
-// waitFor blocks the calling goroutine for about d. It is for pacing a
+// startConsumer runs consume on a goroutine of its own, locked to its
+// thread so that a threadProbe can watch that thread. It returns a channel
+// that yields the probe once the goroutine runs, and one closed when
+// consume returns.
+func startConsumer(consume func()) (probe <-chan *threadProbe, done <-chan struct{}) {
+	probeCh := make(chan *threadProbe, 1)
+	doneCh := make(chan struct{})
+	go func() {
+		defer close(doneCh)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		probeCh <- probeThisThread()
+		consume()
+	}()
+	return probeCh, doneCh
+}
+
+// pace blocks the calling goroutine for about d. It is for pacing a
 // sampling loop, never for ordering two events.
-func waitFor(d time.Duration) { <-time.After(d) }
+func pace(d time.Duration) { <-time.After(d) }

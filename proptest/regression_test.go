@@ -78,11 +78,7 @@ func TestRegressionFilteredHangupSpins(t *testing.T) {
 		for _, opts := range []poll.PollOpt{poll.Level, poll.Level | poll.Oneshot, poll.Edge, poll.Edge | poll.Oneshot} {
 			for _, interest := range []poll.Ready{poll.Error, poll.Writable, poll.Priority} {
 				t.Run(fmt.Sprintf("%s/%s/%s", be, opts, interest), func(t *testing.T) {
-					p, err := poll.NewWithConfig(poll.Config{Backend: be})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer p.Close()
+					p := regressionPoll(t, poll.Config{Backend: be})
 					var fds [2]int
 					if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 						t.Fatal(err)
@@ -124,11 +120,7 @@ func TestRegressionReregisterTokenInterest(t *testing.T) {
 	for _, be := range backendsUnderTest() {
 		for _, opts := range []poll.PollOpt{poll.Level, poll.Edge, poll.Level | poll.Oneshot} {
 			t.Run(fmt.Sprintf("%s/%s", be, opts), func(t *testing.T) {
-				p, err := poll.NewWithConfig(poll.Config{Backend: be})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
+				p := regressionPoll(t, poll.Config{Backend: be})
 				r, s := poll.NewRegistration()
 				defer r.Close()
 				interestOf := func(tok poll.Token) poll.Ready {
@@ -195,15 +187,8 @@ func TestRegressionParkedLosesError(t *testing.T) {
 	for _, be := range backendsUnderTest() {
 		for _, opts := range []poll.PollOpt{poll.Level, poll.Edge, poll.Level | poll.Oneshot} {
 			t.Run(fmt.Sprintf("%s/%s", be, opts), func(t *testing.T) {
-				p, err := poll.NewWithConfig(poll.Config{Backend: be})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := regressionPoll(t, poll.Config{Backend: be})
+				fds := socketPair(t)
 				a, b := fds[0], fds[1]
 				defer unix.Close(a)
 				if err := p.Register(poll.Fd(a), 1, poll.Error|poll.Priority, opts); err != nil {
@@ -257,15 +242,8 @@ func TestRegressionPollRestNeverRechecked(t *testing.T) {
 				interest = poll.Error | poll.Priority // the hang-up is outside: parked
 			}
 			t.Run(fmt.Sprintf("%s/%s/timeout %v", opts, interest, timeout), func(t *testing.T) {
-				p, err := poll.NewWithConfig(poll.Config{Backend: "poll"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := regressionPoll(t, poll.Config{Backend: "poll"})
+				fds := socketPair(t)
 				a, b := fds[0], fds[1]
 				defer unix.Close(a)
 				if err := p.Register(poll.Fd(a), 1, interest, opts); err != nil {
@@ -299,4 +277,15 @@ func TestRegressionPollRestNeverRechecked(t *testing.T) {
 			})
 		}
 	}
+}
+
+// regressionPoll opens a Poll with c, closed at the test's end.
+func regressionPoll(t *testing.T, c poll.Config) *poll.Poll {
+	t.Helper()
+	p, err := poll.NewWithConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }

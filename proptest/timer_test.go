@@ -3,8 +3,6 @@
 package proptest
 
 import (
-	"flag"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,21 +56,6 @@ func TestTimerPileUp(t *testing.T) {
 // every Pile, and twenty cases make a hundred pile-ups.
 const pileUpShare = 5
 
-// checkFraction is rapid.Check with the configured number of checks
-// (-rapid.checks, scaled by PROPTEST_SOAK) divided by div, at least one.
-func checkFraction(t *testing.T, div int, prop func(*rapid.T)) {
-	t.Helper()
-	f := flag.Lookup("rapid.checks")
-	old := f.Value.String()
-	n, err := strconv.Atoi(old)
-	if err != nil {
-		t.Fatalf("-rapid.checks=%s: %v", old, err)
-	}
-	_ = flag.Set("rapid.checks", strconv.Itoa(max(n/div, 1)))
-	defer flag.Set("rapid.checks", old)
-	rapid.Check(t, prop)
-}
-
 func timerPileUp(be backend) func(*rapid.T) {
 	return func(t *rapid.T) {
 		w := newWorld(t, be, poll.Config{WheelSlots: rapid.SampledFrom(wheelSlotChoices).Draw(t, "wheel slots")})
@@ -105,9 +88,7 @@ func timerPileUp(be backend) func(*rapid.T) {
 // deadline, and a Poll call that waits blockLimit with values waiting is a
 // lost readiness.
 func TestTimerCancelRacingExpiry(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { timerRace(t, be) }
-	})
+	forEachBackend(t, timerRace)
 }
 
 func timerRace(t *rapid.T, be string) {
@@ -119,7 +100,7 @@ func timerRace(t *rapid.T, be string) {
 	opts := rapid.SampledFrom(optsChoices).Draw(t, "consumer opts")
 	totals.rounds.Add(1)
 
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	tm, err := timer.New[int](timer.Tick(res))
 	if err != nil {

@@ -50,9 +50,7 @@ var lateSlack = 250 * time.Millisecond * time.Duration(max(1, testsupport.LoadPe
 // attempt is made again, up to timingAttempts times, and the check fails
 // if no attempt was on time and one was late.
 func TestDelayTiming(t *testing.T) {
-	forEachBackendSoak(t, 10, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { delayTiming(t, be) }
-	})
+	forEachBackendSoak(t, 10, delayTiming)
 	t.Logf("attempts: %d on time, %d late beyond the measured delay, %d undecided",
 		timingStats.onTime.Load(), timingStats.late.Load(), timingStats.undecided.Load())
 }
@@ -82,7 +80,6 @@ func delayTiming(t *rapid.T, be string) {
 	// The meter reads this thread's counters (timing_meter_test.go).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	totals.checks.Add(1)
 	tick := rapid.SampledFrom([]time.Duration{time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond}).Draw(t, "tick")
 	slots := rapid.SampledFrom([]int{64, 16, 4, 2}).Draw(t, "slots per level")
 	p, err := poll.NewWithConfig(poll.Config{Backend: be, WheelTick: tick, WheelSlots: slots})
@@ -264,9 +261,7 @@ func timingAttempt(t *rapid.T, p *poll.Poll, ds []*timedDeadline, pauses []int, 
 // after they were reported: an edge that is not re-armed, a oneshot that
 // is disarmed, readiness outside a level interest.
 func TestIdlePoll(t *testing.T) {
-	forEachBackendSoak(t, 10, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { idlePoll(t, be) }
-	})
+	forEachBackendSoak(t, 10, idlePoll)
 }
 
 // idleWaitBound is the most system calls an idle Poll may make: a wait, a
@@ -276,7 +271,6 @@ func TestIdlePoll(t *testing.T) {
 const idleWaitBound = 8
 
 func idlePoll(t *rapid.T, be string) {
-	totals.checks.Add(1)
 	p, err := poll.NewWithConfig(poll.Config{Backend: be})
 	if err != nil {
 		t.Fatalf("poll: %v", err)
@@ -307,10 +301,7 @@ func idlePoll(t *rapid.T, be string) {
 				_ = s.UnsetReadiness(poll.Readable)
 			}
 		case "socket, no data", "socket, data outside interest":
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatalf("socketpair: %v", err)
-			}
+			fds := socketPair(t)
 			defer unix.Close(fds[0])
 			defer unix.Close(fds[1])
 			interest := poll.Readable
@@ -339,10 +330,7 @@ func idlePoll(t *rapid.T, be string) {
 			if opts.IsLevel() && !opts.IsOneshot() {
 				opts = poll.Edge
 			}
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatalf("socketpair: %v", err)
-			}
+			fds := socketPair(t)
 			defer unix.Close(fds[0])
 			defer unix.Close(fds[1])
 			if err := p.Register(poll.Fd(fds[0]), tok, poll.Readable|poll.Writable, opts); err != nil {

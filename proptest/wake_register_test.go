@@ -3,9 +3,7 @@
 package proptest
 
 import (
-	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,9 +28,7 @@ import (
 // goes on. Every event is checked: a token the registrar issued and did not
 // retire before the Poll call started, readiness inside its interest.
 func TestConcurrentRegisterWakes(t *testing.T) {
-	forEachBackend(t, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { registerWakes(t, be) }
-	})
+	forEachBackend(t, registerWakes)
 }
 
 // wakeToken is what the registrar issued: a token, the readiness its
@@ -45,8 +41,7 @@ type wakeToken struct {
 }
 
 func registerWakes(t *rapid.T, be string) {
-	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	timeout := rapid.SampledFrom([]time.Duration{-1, 5 * time.Second}).Draw(t, "consumer timeout")
 	tl := "Poll(-1)"
@@ -90,28 +85,15 @@ func registerWakes(t *rapid.T, be string) {
 	}
 	var awaited atomic.Pointer[await]
 	capacity := rapid.IntRange(1, 4).Draw(t, "capacity")
-	probeCh := make(chan *threadProbe, 1)
-	consumerDone := make(chan struct{})
-	go func() {
-		defer close(consumerDone)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		probeCh <- probeThisThread()
+	probeCh, consumerDone := startConsumer(func() {
 		ev := poll.NewEvents(capacity)
 		for {
 			start := clock.Add(1)
-			_, err := p.Poll(ev, timeout)
-			if errors.Is(err, poll.ErrClosed) {
+			if !consumerPoll(p, ev, timeout, true, fails.add) {
 				return
 			}
-			if err != nil {
-				fails.add("Poll: %v", err)
-				return
-			}
-			totals.polls.Add(1)
 			seen := map[poll.Token]bool{}
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				if e.Token == kickToken {
 					continue
 				}
@@ -141,7 +123,7 @@ func registerWakes(t *rapid.T, be string) {
 				}
 			}
 		}
-	}()
+	})
 	probe := <-probeCh
 	defer func() {
 		if fails.failed() {

@@ -37,18 +37,14 @@ import (
 // consumer's last Poll(-1) must report, or Close, or both at once.
 func TestConcurrentWakeSources(t *testing.T) {
 	// Its storms spin for the whole of a case: a quarter of the soak.
-	forEachBackendSoak(t, 4, func(be string) func(*rapid.T) {
-		return func(t *rapid.T) { wakeSources(t, be) }
-	})
+	forEachBackendSoak(t, 4, wakeSources)
 }
 
 // wsSource is one source of a producer.
 type wsSource struct {
+	source
 	label string
 	opts  poll.PollOpt
-	reg   *poll.Registration
-	set   *poll.SetReadiness
-	a, b  int // socket: a registered, b written by the producer
 	// Owned by the producer; the consumer learns tokens from the map.
 	tok        poll.Token
 	registered bool
@@ -56,13 +52,6 @@ type wsSource struct {
 	// quiets the source and acknowledges on ack.
 	awaiting atomic.Uint64
 	ack      chan struct{}
-}
-
-func (s *wsSource) evented() poll.Evented {
-	if s.reg != nil {
-		return s.reg
-	}
-	return poll.Fd(s.a)
 }
 
 // wsOp is one drawn step of a producer's script.
@@ -88,8 +77,7 @@ const (
 )
 
 func wakeSources(t *rapid.T, be string) {
-	totals.checks.Add(1)
-	p := newPoll(t, be)
+	p := drawPoll(t, be)
 	defer p.Close()
 	capacity := rapid.IntRange(1, 4).Draw(t, "capacity")
 	var mu sync.RWMutex
@@ -117,16 +105,13 @@ func wakeSources(t *rapid.T, be string) {
 	scripts := make([][]wsOp, nprod)
 	for i := range srcs {
 		for j, n := 0, rapid.IntRange(1, 3).Draw(t, "sources"); j < n; j++ {
-			s := &wsSource{a: -1, b: -1, ack: make(chan struct{}, 1)}
+			s := &wsSource{source: noSource, ack: make(chan struct{}, 1)}
 			s.opts = drawOpts(t)
 			if s.opts.IsLevel() {
 				s.opts |= poll.Level
 			}
 			if rapid.IntRange(0, 3).Draw(t, "kind (0: socket, else registration)") == 0 {
-				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatalf("socketpair: %v", err)
-				}
+				fds := socketPair(t)
 				s.a, s.b = fds[0], fds[1]
 				defer unix.Close(s.a)
 				defer unix.Close(s.b)
@@ -236,28 +221,15 @@ func wakeSources(t *rapid.T, be string) {
 	}
 	var spurious atomic.Int64
 	var sawDone atomic.Bool
-	probeCh := make(chan *threadProbe, 1)
-	consumerDone := make(chan struct{})
-	go func() {
-		defer close(consumerDone)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		probeCh <- probeThisThread()
+	probeCh, consumerDone := startConsumer(func() {
 		ev := poll.NewEvents(capacity)
 		for {
 			start := clock.Add(1)
-			_, err := p.Poll(ev, -1)
-			if errors.Is(err, poll.ErrClosed) {
+			if !consumerPoll(p, ev, -1, true, fail) {
 				return
 			}
-			if err != nil {
-				fail("Poll: %v", err)
-				return
-			}
-			totals.polls.Add(1)
 			seen := map[poll.Token]bool{}
-			for e := range ev.All() {
-				totals.events.Add(1)
+			for e := range counted(ev) {
 				if seen[e.Token] {
 					fail("two events for token %d in one Poll call (rule 1)", e.Token)
 				}
@@ -313,7 +285,7 @@ func wakeSources(t *rapid.T, be string) {
 				return
 			}
 		}
-	}()
+	})
 	probe := <-probeCh
 
 	stopStorms := make(chan struct{})
@@ -433,80 +405,4 @@ func wakeSources(t *rapid.T, be string) {
 		fail("the consumer ended without seeing the done Registration")
 	}
 	fails.report(t)
-}
-
-// wsRun performs one producer step. It reports whether an event is now owed
-// (the consumer must report the source under s.awaiting), and from when:
-// for a delay, the latest moment it may fire.
-func wsRun(p *poll.Poll, s *wsSource, op wsOp, issue func(*wsSource) poll.Token, retire func(poll.Token), tick time.Duration) (owed bool, from time.Time, err error) {
-	switch op.what {
-	case "set":
-		s.awaiting.Store(uint64(s.tok))
-		err = s.set.SetReadiness(poll.Readable)
-		return true, time.Now(), err
-	case "write":
-		s.awaiting.Store(uint64(s.tok))
-		_, err = unix.Write(s.b, []byte{1})
-		return true, time.Now(), err
-	case "delay":
-		s.awaiting.Store(uint64(s.tok))
-		err = s.set.DelayReadiness(poll.Readable, op.delay)
-		// At most one tick late, plus the tick a millisecond-rounded wait
-		// may add before the wheel looks.
-		return true, time.Now().Add(op.delay + 2*tick), err
-	case "delay outside":
-		return false, time.Time{}, s.set.DelayReadiness(poll.Writable, op.delay)
-	case "reregister idle":
-		return false, time.Time{}, p.Reregister(s.evented(), s.tok, poll.Readable, s.opts)
-	case "deregister and register idle":
-		if err := p.Deregister(s.evented()); err != nil {
-			return false, time.Time{}, err
-		}
-		retire(s.tok)
-		s.tok = issue(s)
-		return false, time.Time{}, p.Register(s.evented(), s.tok, poll.Readable, s.opts)
-	case "change":
-		if op.mute {
-			// Nobody sets Priority on a Registration or sends a socket
-			// urgent data here.
-			err = p.Reregister(s.evented(), s.tok, poll.Priority, s.opts)
-		} else {
-			err = p.Deregister(s.evented())
-		}
-		if err != nil {
-			return false, time.Time{}, err
-		}
-		if s.reg != nil {
-			err = s.set.SetReadiness(poll.Readable)
-		} else {
-			_, err = unix.Write(s.b, []byte{1})
-		}
-		if err != nil {
-			return false, time.Time{}, err
-		}
-		old := s.tok
-		s.tok = issue(s)
-		s.awaiting.Store(uint64(s.tok))
-		if op.mute {
-			err = p.Reregister(s.evented(), s.tok, poll.Readable, s.opts)
-		} else {
-			err = p.Register(s.evented(), s.tok, poll.Readable, s.opts)
-		}
-		retire(old)
-		return true, time.Now(), err
-	}
-	return false, time.Time{}, fmt.Errorf("unknown op %q", op.what)
-}
-
-// spinSink keeps spin's loop from being optimised away.
-var spinSink atomic.Uint64
-
-// spin busy-waits for about n iterations of a cheap loop, a delay far
-// finer than any sleep.
-func spin(n int) {
-	x := uint64(0)
-	for i := 0; i < n; i++ {
-		x = x*2862933555777941757 + 3037000493
-	}
-	spinSink.Store(x)
 }

@@ -43,7 +43,7 @@ func noLeakRound(t *testing.T) {
 	}
 	require.Equal(t, 3, sigrelay.Active(), "one relay entry (and goroutine) per signal")
 	raise(t, syscall.SIGWINCH)
-	waitFor(t, "delivery to every SIGWINCH Watcher", func() bool {
+	testsupport.WaitFor(t, "delivery to every SIGWINCH Watcher", func() bool {
 		for i, w := range ws {
 			watches := i%3 != 0 // sigs[2] is the first or the second signal
 			if watches && w.Pending() != 1 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -90,7 +91,7 @@ func TestProgramNotifyKept(t *testing.T) {
 	ossignal.Notify(ch, syscall.SIGUSR2)
 	defer ossignal.Stop(ch)
 
-	p := newPoll(t)
+	p := polltest.New(t)
 	w, err := New(syscall.SIGUSR2)
 	require.NoError(t, err)
 	require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))

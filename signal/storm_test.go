@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -23,7 +25,7 @@ import (
 // same deliveries); and no total exceeds n. Nothing here assumes when the
 // runtime is done delivering: a loaded machine may take a while.
 func storm(t *testing.T, n int) {
-	p1, p2 := newPoll(t), newPoll(t)
+	p1, p2 := polltest.New(t), polltest.New(t)
 	w1, w2 := newWatcher(t, syscall.SIGUSR1), newWatcher(t, syscall.SIGUSR1)
 	require.NoError(t, p1.Register(w1, 1, poll.Readable, poll.Edge))
 	require.NoError(t, p2.Register(w2, 2, poll.Readable, poll.Level))
@@ -63,7 +65,7 @@ func storm(t *testing.T, n int) {
 		}
 		both(time.Millisecond)
 	}
-	waitFor(t, "every delivery notified, and the same deliveries seen by both Watchers", func() bool {
+	testsupport.WaitFor(t, "every delivery notified, and the same deliveries seen by both Watchers", func() bool {
 		both(time.Millisecond)
 		return totals[0] >= 1 && totals[0] == totals[1] && w1.Pending() == 0 && w2.Pending() == 0
 	})

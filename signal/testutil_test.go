@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/unipoll/unipoll/internal/polltest"
-	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -27,14 +26,6 @@ const (
 	noEventWait = 20 * time.Millisecond
 	eventWait   = 5 * time.Second
 )
-
-func newPoll(t testing.TB) *poll.Poll {
-	t.Helper()
-	p, err := poll.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
 
 func newWatcher(t testing.TB, sigs ...os.Signal) *Watcher {
 	t.Helper()
@@ -65,13 +56,4 @@ func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
 func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
 	t.Helper()
 	polltest.ExpectNoEvent(t, p, tok, noEventWait)
-}
-
-// waitFor waits until cond holds (testsupport.Eventually: yielding
-// between looks, never sleeping), and fails the test after eventWait.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	if !testsupport.Eventually(eventWait, cond) {
-		require.FailNow(t, "timeout", "waiting %v for %s", eventWait, what)
-	}
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/sigrelay"
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -19,7 +21,7 @@ import (
 func TestSignalToSelf(t *testing.T) {
 	for _, opts := range []poll.PollOpt{poll.Edge, poll.Level, poll.Oneshot} {
 		t.Run(opts.String(), func(t *testing.T) {
-			p := newPoll(t)
+			p := polltest.New(t)
 			w := newWatcher(t, syscall.SIGUSR1)
 			require.NoError(t, p.Register(w, 1, poll.Readable, opts))
 			expectNoEvent(t, p, 1)
@@ -44,12 +46,12 @@ func TestSignalToSelf(t *testing.T) {
 // Edge: every delivery is a new edge, also while the signal is pending;
 // the consumer that takes everything after each event misses nothing.
 func TestEdgePerDelivery(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	w := newWatcher(t, syscall.SIGUSR2)
 	require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
 	for i := range 3 {
 		raise(t, syscall.SIGUSR2)
-		waitFor(t, "delivery", func() bool { return w.Pending() == uint64(i+1) })
+		testsupport.WaitFor(t, "delivery", func() bool { return w.Pending() == uint64(i+1) })
 		waitEvent(t, p, 1)
 		expectNoEvent(t, p, 1)
 	}
@@ -65,16 +67,16 @@ func TestEdgePerDelivery(t *testing.T) {
 // Registering a Watcher that already has signals pending reports it at once
 // (rule 5); signals that arrive while it is deregistered stay pending.
 func TestRegisterWhilePending(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	w := newWatcher(t, syscall.SIGWINCH)
 	raise(t, syscall.SIGWINCH)
-	waitFor(t, "delivery", func() bool { return w.Pending() == 1 })
+	testsupport.WaitFor(t, "delivery", func() bool { return w.Pending() == 1 })
 	require.NoError(t, p.Register(w, 7, poll.Readable, poll.Edge))
 	require.Contains(t, pollOnce(t, p, 0), poll.Token(7))
 
 	require.NoError(t, p.Deregister(w))
 	raise(t, syscall.SIGWINCH)
-	waitFor(t, "delivery", func() bool { return w.Pending() == 2 })
+	testsupport.WaitFor(t, "delivery", func() bool { return w.Pending() == 2 })
 	expectNoEvent(t, p, 7)
 	require.NoError(t, p.Register(w, 8, poll.Readable, poll.Level))
 	require.Contains(t, pollOnce(t, p, 0), poll.Token(8))
@@ -92,12 +94,12 @@ func TestNextTakesTurns(t *testing.T) {
 	require.Equal(t, []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}, w.Signals())
 	raise(t, syscall.SIGUSR1)
 	raise(t, syscall.SIGUSR2)
-	waitFor(t, "two deliveries", func() bool { return w.Pending() == 2 })
+	testsupport.WaitFor(t, "two deliveries", func() bool { return w.Pending() == 2 })
 	first, ok := w.Next()
 	require.True(t, ok)
 	// The first signal arrives again before the second is taken.
 	raise(t, first.(syscall.Signal))
-	waitFor(t, "third delivery", func() bool { return w.Pending() == 2 })
+	testsupport.WaitFor(t, "third delivery", func() bool { return w.Pending() == 2 })
 	second, ok := w.Next()
 	require.True(t, ok)
 	require.NotEqual(t, first, second, "Next returned %v twice while %s waited", first, "another signal")
@@ -111,7 +113,7 @@ func TestNextTakesTurns(t *testing.T) {
 // Two Polls, one Watcher each, both watching SIGUSR1: both see every
 // delivery, with equal counts.
 func TestTwoPollsOneSignal(t *testing.T) {
-	p1, p2 := newPoll(t), newPoll(t)
+	p1, p2 := polltest.New(t), polltest.New(t)
 	w1, w2 := newWatcher(t, syscall.SIGUSR1), newWatcher(t, syscall.SIGUSR1)
 	require.NoError(t, p1.Register(w1, 1, poll.Readable, poll.Edge))
 	require.NoError(t, p2.Register(w2, 2, poll.Readable, poll.Level))
@@ -119,7 +121,7 @@ func TestTwoPollsOneSignal(t *testing.T) {
 	const n = 20
 	for i := range n {
 		raise(t, syscall.SIGUSR1)
-		waitFor(t, "delivery to both", func() bool { return w1.Pending() == uint64(i+1) && w2.Pending() == uint64(i+1) })
+		testsupport.WaitFor(t, "delivery to both", func() bool { return w1.Pending() == uint64(i+1) && w2.Pending() == uint64(i+1) })
 		waitEvent(t, p1, 1)
 		waitEvent(t, p2, 2)
 	}
@@ -135,19 +137,19 @@ func TestTwoPollsOneSignal(t *testing.T) {
 // Closing one Watcher leaves the other receiving, and the closed one is
 // never reported again.
 func TestCloseOneKeepsOther(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	a, b := newWatcher(t, syscall.SIGUSR2), newWatcher(t, syscall.SIGUSR2, syscall.SIGWINCH)
 	require.NoError(t, p.Register(a, 1, poll.Readable, poll.Level))
 	require.NoError(t, p.Register(b, 2, poll.Readable, poll.Level))
 	raise(t, syscall.SIGUSR2)
-	waitFor(t, "delivery to both", func() bool { return a.Pending() == 1 && b.Pending() == 1 })
+	testsupport.WaitFor(t, "delivery to both", func() bool { return a.Pending() == 1 && b.Pending() == 1 })
 	require.NoError(t, a.Close())
 	require.Equal(t, 1, sigrelay.Subscribed(syscall.SIGUSR2))
 	got := pollOnce(t, p, 0)
 	require.NotContains(t, got, poll.Token(1), "a closed Watcher was reported (rule 7)")
 	require.Contains(t, got, poll.Token(2))
 	raise(t, syscall.SIGUSR2)
-	waitFor(t, "second delivery", func() bool { return b.Pending() == 2 })
+	testsupport.WaitFor(t, "second delivery", func() bool { return b.Pending() == 2 })
 	_, ok := a.Next()
 	require.False(t, ok)
 	require.Zero(t, a.Pending())
@@ -181,7 +183,7 @@ func TestBadInput(t *testing.T) {
 	}
 	require.Zero(t, sigrelay.Active(), "a refused New subscribed to something")
 
-	p := newPoll(t)
+	p := polltest.New(t)
 	for _, w := range []*Watcher{nil, {}} {
 		require.ErrorIs(t, w.Close(), ErrInvalidArgument)
 		require.ErrorIs(t, p.Register(w, 1, poll.Readable, poll.Edge), ErrInvalidArgument)
@@ -202,7 +204,7 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, p.Reregister(w, 1, poll.Readable, poll.Edge), poll.ErrNotRegistered)
 	require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))
 	require.ErrorIs(t, p.Register(w, 2, poll.Readable, poll.Edge), poll.ErrAlreadyRegistered)
-	q := newPoll(t)
+	q := polltest.New(t)
 	require.ErrorIs(t, q.Register(w, 1, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
 	require.ErrorIs(t, q.Deregister(w), poll.ErrRegisteredElsewhere)
 	require.NoError(t, w.Close())
@@ -222,7 +224,7 @@ func (fakeSignal) Signal()        {}
 // is closed, keeping what is pending.
 func TestMoveBetweenPolls(t *testing.T) {
 	w := newWatcher(t, syscall.SIGUSR1)
-	p1, p2 := newPoll(t), newPoll(t)
+	p1, p2 := polltest.New(t), polltest.New(t)
 	require.NoError(t, p1.Register(w, 1, poll.Readable, poll.Edge))
 	raise(t, syscall.SIGUSR1)
 	waitEvent(t, p1, 1)
@@ -230,10 +232,10 @@ func TestMoveBetweenPolls(t *testing.T) {
 	require.NoError(t, p2.Register(w, 2, poll.Readable, poll.Edge))
 	require.Contains(t, pollOnce(t, p2, 0), poll.Token(2), "pending signal not reported after the move (rule 5)")
 	require.NoError(t, p2.Close())
-	p3 := newPoll(t)
+	p3 := polltest.New(t)
 	require.NoError(t, p3.Register(w, 3, poll.Readable, poll.Level))
 	raise(t, syscall.SIGUSR1)
-	waitFor(t, "second delivery", func() bool { return w.Pending() == 2 })
+	testsupport.WaitFor(t, "second delivery", func() bool { return w.Pending() == 2 })
 	waitEvent(t, p3, 3)
 	for _, n := range w.Drain() {
 		require.Equal(t, uint64(2), n)

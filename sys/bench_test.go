@@ -113,9 +113,7 @@ func BenchmarkWake(b *testing.B) {
 			}
 		}
 		roundTrip() // warm the selectors' buffers
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := testsupport.BenchCPU(b)
+		cpu := testsupport.StartBench(b)
 		for range b.N {
 			roundTrip()
 		}
@@ -149,9 +147,7 @@ func BenchmarkWakeSelf(b *testing.B) {
 			}
 		}
 		once() // warm the selector's buffer
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := testsupport.BenchCPU(b)
+		cpu := testsupport.StartBench(b)
 		for range b.N {
 			once()
 		}

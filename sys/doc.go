@@ -15,7 +15,7 @@
 //   - Level: an event on every Select while the descriptor is ready.
 //   - Edge: an event when new readiness arrives. Where the kernel has no edge
 //     mode (poll(2)) it is emulated exactly: a reported condition is left
-//     out of the kernel's view until Rearm (after EAGAIN) or Modify.
+//     out of the kernel's view until Drained (after EAGAIN) or Modify.
 //   - Oneshot: after one event the descriptor is disarmed until Modify.
 //
 // Selector states the whole contract: keys, concurrency, the one error

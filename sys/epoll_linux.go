@@ -169,8 +169,8 @@ func (s *epollSelector) Delete(fd int) error {
 	return s.ctl("epoll_ctl(DEL)", unix.EPOLL_CTL_DEL, fd, 0, 0, 0)
 }
 
-// Rearm does nothing: EPOLLET makes each new arrival an edge by itself.
-func (s *epollSelector) Rearm(int, uint32) error {
+// Drained does nothing: EPOLLET makes each new arrival an edge by itself.
+func (s *epollSelector) Drained(int, uint32) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}

@@ -127,8 +127,8 @@ func (s *kqSelector) Wake() error {
 	return nil
 }
 
-// Rearm does nothing: EV_CLEAR makes each new arrival an edge by itself.
-func (s *kqSelector) Rearm(int, uint32) error {
+// Drained does nothing: EV_CLEAR makes each new arrival an edge by itself.
+func (s *kqSelector) Drained(int, uint32) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}

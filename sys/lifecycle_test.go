@@ -30,7 +30,7 @@ func TestSelectorClosedRefusesEverything(t *testing.T) {
 			require.ErrorIs(t, s.Add(p.b, 2, Readable, Level), ErrClosed)
 			require.ErrorIs(t, s.Modify(p.a, 1, Readable, Level), ErrClosed)
 			require.ErrorIs(t, s.Delete(p.a), ErrClosed)
-			require.ErrorIs(t, s.Rearm(p.a, Readable), ErrClosed)
+			require.ErrorIs(t, s.Drained(p.a, Readable), ErrClosed)
 			start := time.Now()
 			_, _, err = s.Select(make([]Event, 4), 300*time.Millisecond)
 			require.ErrorIs(t, err, ErrClosed)
@@ -61,8 +61,8 @@ func TestSelectorDescriptorErrors(t *testing.T) {
 			require.ErrorIs(t, err, unix.ENOENT, "%s of an open descriptor that is not registered", name)
 		}
 		if !s.Traits().NativeEdge {
-			require.ErrorIs(t, s.Rearm(notOpen, Readable), unix.EBADF)
-			require.ErrorIs(t, s.Rearm(p.a, Readable), unix.ENOENT)
+			require.ErrorIs(t, s.Drained(notOpen, Readable), unix.EBADF)
+			require.ErrorIs(t, s.Drained(p.a, Readable), unix.ENOENT)
 		}
 		require.ErrorIs(t, s.Add(p.a, ReservedKey, Readable, Level), unix.EINVAL)
 		require.NoError(t, s.Add(p.a, 1, Readable, Level))
@@ -86,9 +86,7 @@ func TestSelectorDeleteReleasesBlockedSelect(t *testing.T) {
 	forEachSelector(t, func(t *testing.T, s Selector) {
 		p := newSocketpair(t)
 		require.NoError(t, s.Add(p.a, 1, Readable, Level))
-		started, done := selectAsync(s)
-		<-started
-		waitBlocked(t, s)
+		done := blockedSelect(t, s)
 		require.NoError(t, s.Delete(p.a))
 		p.closeA(t)
 
@@ -128,4 +126,56 @@ func waitReadable(t *testing.T, fd int, timeout time.Duration) {
 			return
 		}
 	}
+}
+
+func TestSelectorClosedWithoutDelete(t *testing.T) {
+	forEachSelector(t, func(t *testing.T, s Selector) {
+		p := readablePipe(t)
+		require.NoError(t, s.Add(p.a, 1, Readable, Level))
+		waitEvent(t, s, 1)
+		fd := p.a
+		p.closeA(t)
+
+		waits := requireQuiet(t, s, quiet, "a descriptor closed without Delete reported")
+		// One poll sees POLLNVAL and disarms, one waits out the rest: no
+		// spinning.
+		require.LessOrEqual(t, s.Counters().Waits-waits, uint64(3))
+		// Its entry goes with Delete, which answers as epoll does for a
+		// descriptor that is no longer open.
+		require.ErrorIs(t, s.Delete(fd), unix.EBADF)
+	})
+}
+
+func TestSelectorRegistrationErrors(t *testing.T) {
+	forEachSelector(t, func(t *testing.T, s Selector) {
+		p := newPipe(t)
+		require.NoError(t, s.Add(p.a, 1, Readable, Level))
+		require.Error(t, s.Add(p.a, 1, Readable, Level), "added twice")
+		require.Error(t, s.Modify(p.b, 1, Readable, Level), "not registered")
+		require.Error(t, s.Delete(p.b), "not registered")
+		const badFd = 1 << 22 // above any descriptor limit
+		require.Error(t, s.Add(badFd, 1, Readable, Level))
+		require.Error(t, s.Add(-1, 1, Readable, Level))
+	})
+}
+
+func TestSelectorCloseTwiceAndWakeAfterClose(t *testing.T) {
+	for _, c := range selectorCases() {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := c.open()
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Wake())
+		})
+	}
+}
+
+func TestNewUnknownBackend(t *testing.T) {
+	_, err := New("no-such-backend")
+	require.ErrorIs(t, err, ErrUnknownBackend)
+	_, err = NewWithOptions("", Options{Wait: "spin"})
+	require.ErrorIs(t, err, ErrUnknownWait)
+	require.Contains(t, Backends(), BackendPoll)
+	require.Equal(t, defaultBackend, Backends()[0])
 }

@@ -28,7 +28,7 @@ import (
 // handful of wake-ups in its first second and one a second after that,
 // instead of one every 10ms; and a new condition on it is seen within
 // restMax of arriving (Traits.RestLatency adds restFirst to that, as a
-// margin for the look itself). Modify, Delete and a Rearm that asks for a
+// margin for the look itself). Modify, Delete and a Drained call that asks for a
 // quiet condition again end a rest at once.
 const (
 	restFirst = 10 * time.Millisecond

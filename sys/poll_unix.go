@@ -22,7 +22,7 @@ func init() {
 //   - Level is what poll(2) does.
 //   - Edge is emulated exactly, as mio's poll(2) selector does: once a
 //     condition (Readable, Writable, Priority) is reported it is quiet, left
-//     out of the descriptor's pollfd events, until Rearm (the caller's
+//     out of the descriptor's pollfd events, until Drained (the caller's
 //     operation returned EAGAIN) or Modify asks for it again. So an edge is
 //     reported once, however long the condition lasts, and a caller who
 //     re-arms after EAGAIN loses none.
@@ -44,7 +44,7 @@ func init() {
 //   - Add appends a new entry (generation 0) to the list; Delete takes an
 //     entry out of it and Modify changes one, and both bump its generation.
 //     All three set dirty, so Select rebuilds the array before it polls
-//     again. Rearm and the end of a rest change only
+//     again. Drained and the end of a rest change only
 //     which conditions an entry asks for: they queue the entry in patch,
 //     and Select rewrites its pollfd in place (or rebuilds, if dirty).
 //   - A result is reported only if its entry's generation still equals the
@@ -277,10 +277,10 @@ func (s *pollSelector) Delete(fd int) error {
 	return nil
 }
 
-// Rearm makes the conditions in ready that an emulated edge reported count
+// Drained makes the conditions in ready that an emulated edge reported count
 // again. It costs a lock and a map lookup, and a rewrite of one pollfd only
 // when something was quiet.
-func (s *pollSelector) Rearm(fd int, ready uint32) error {
+func (s *pollSelector) Drained(fd int, ready uint32) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -288,7 +288,7 @@ func (s *pollSelector) Rearm(fd int, ready uint32) error {
 	e, ok := s.table[fd]
 	if !ok {
 		s.mu.Unlock()
-		return missing("poll(rearm)", fd)
+		return missing("poll(drained)", fd)
 	}
 	nudge := false
 	if bits := e.quiet & ready; bits != 0 {

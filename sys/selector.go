@@ -73,8 +73,8 @@ var (
 // that callers and tests ask instead of knowing.
 type Traits struct {
 	// NativeEdge: the kernel triggers edges itself (epoll, kqueue), and
-	// Rearm does nothing. Without it, Edge is emulated: once a condition is
-	// reported, it leaves the kernel's view until Rearm or Modify.
+	// Drained does nothing. Without it, Edge is emulated: once a condition is
+	// reported, it leaves the kernel's view until Drained or Modify.
 	NativeEdge bool
 	// RestLatency is the longest a new condition (an error after a
 	// hang-up) on a descriptor that rests after a lasting hang-up or error
@@ -97,7 +97,7 @@ type Counters struct {
 // Keys: a key is the caller's; it is stored with the descriptor and handed
 // back with each event. ReservedKey is refused.
 //
-// Concurrency: Add, Modify, Delete and Rearm may be called from any
+// Concurrency: Add, Modify, Delete and Drained may be called from any
 // goroutine, also while another goroutine is blocked in Select; the change
 // takes effect at once (a blocked Select that must see it is woken
 // internally, without reporting woken). Select is called by one goroutine
@@ -108,8 +108,8 @@ type Counters struct {
 // with EEXIST; Modify or Delete of a descriptor that is open but not
 // registered with ENOENT; Add, Modify or Delete of a descriptor that is not
 // open with EBADF (Delete of a registered descriptor that has been closed
-// also removes it); Rearm answers ENOENT and EBADF the same way only where
-// edge is emulated, and checks nothing where it is native (see Rearm); a
+// also removes it); Drained answers ENOENT and EBADF the same way only where
+// edge is emulated, and checks nothing where it is native (see Drained); a
 // descriptor the kernel refuses to watch (epoll: a regular file) fails with
 // EPERM; every method after Close with ErrClosed. Delete a descriptor
 // before closing it.
@@ -119,7 +119,7 @@ type Counters struct {
 //   - Edge: an event when new readiness arrives, and not again for it while
 //     it lasts. Where the kernel triggers edges itself that is all; where
 //     it cannot (poll(2), see Traits.NativeEdge), a reported condition
-//     leaves the kernel's view until Rearm is called for it (the caller's
+//     leaves the kernel's view until Drained is called for it (the caller's
 //     operation returned EAGAIN) or Modify re-arms the registration, so an
 //     edge is reported once, not on every Select, and none is lost by a
 //     caller that re-arms after EAGAIN.
@@ -144,12 +144,12 @@ type Selector interface {
 	Modify(fd int, key uint64, interest uint32, mode Mode) error
 	// Delete removes fd. It does not close it.
 	Delete(fd int) error
-	// Rearm tells the selector that an operation on fd for the readiness
+	// Drained tells the selector that an operation on fd for the readiness
 	// in ready has returned EAGAIN, so an emulated edge watches that
 	// condition again. Where edges are native it does nothing and checks
 	// nothing (only ErrClosed), so that callers may call it after every
 	// EAGAIN.
-	Rearm(fd int, ready uint32) error
+	Drained(fd int, ready uint32) error
 	// Select waits up to timeout (negative: forever; zero: do not block) and
 	// fills events. It returns the number filled and whether Wake
 	// interrupted the wait. A wake-up is not an event.

@@ -1,11 +1,12 @@
-// Package polltest holds test helpers that need a poll.Poll: one Poll call
-// checked against rule 1, waiting for a token, and asserting that none
-// comes. The test files of the packages built on poll (channel, signal,
-// child) share them. It is separate from internal/testsupport because
+// Package polltest holds test helpers that need a poll.Poll: a Poll closed
+// at the test's end, one Poll call checked against rule 1, waiting for a
+// token, and asserting that none comes. The test files of the packages
+// built on poll (channel, signal, child, timer, internal/ureg) share them. It is separate from internal/testsupport because
 // poll's own tests use that package, and poll cannot be imported there.
 package polltest
 
 import (
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,16 @@ import (
 type TB interface {
 	require.TestingT
 	Helper()
+}
+
+// New opens a Poll (poll.New, so on the backend UNIPOLL_BACKEND names) and
+// closes it at the test's cleanup.
+func New(t testing.TB) *poll.Poll {
+	t.Helper()
+	p, err := poll.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // PollOnce makes one Poll call with the timeout and returns what it

@@ -54,3 +54,15 @@ func TestHelpers(t *testing.T) {
 	require.Equal(t, poll.Readable, WaitEvent(t, p, 7, 5*time.Second))
 	require.Empty(t, PollOnce(t, p, 0), "Edge: reported once")
 }
+
+// New's Poll works during the test and is closed at its cleanup.
+func TestNew(t *testing.T) {
+	var p *poll.Poll
+	t.Run("open", func(t *testing.T) {
+		p = New(t)
+		_, err := p.Poll(poll.NewEvents(1), 0)
+		require.NoError(t, err)
+	})
+	_, err := p.Poll(poll.NewEvents(1), 0)
+	require.ErrorIs(t, err, poll.ErrClosed, "the Poll outlived its test's cleanup")
+}

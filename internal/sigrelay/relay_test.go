@@ -3,14 +3,14 @@
 package sigrelay
 
 import (
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,15 +18,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type counter struct{ n atomic.Int64 }
 
 func (c *counter) Deliver(syscall.Signal) { c.n.Add(1) }
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "waiting for %s", what)
-		runtime.Gosched()
-	}
-}
 
 // Every subscriber of a signal sees a delivery; one goroutine serves a
 // signal whatever the number of subscribers, and leaves with the last.
@@ -39,13 +30,13 @@ func TestFanOutAndLifecycle(t *testing.T) {
 	require.Equal(t, 2, Subscribed(syscall.SIGUSR1))
 
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGUSR1))
-	waitFor(t, "both subscribers", func() bool { return a.n.Load() == 1 && b.n.Load() == 1 })
+	testsupport.WaitFor(t, "both subscribers", func() bool { return a.n.Load() == 1 && b.n.Load() == 1 })
 	require.Zero(t, c.n.Load(), "a SIGUSR1 reached a SIGUSR2 subscriber")
 
 	Unsubscribe(syscall.SIGUSR1, a)
 	Unsubscribe(syscall.SIGUSR1, a) // not subscribed any more: nothing
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGUSR1))
-	waitFor(t, "the remaining subscriber", func() bool { return b.n.Load() == 2 })
+	testsupport.WaitFor(t, "the remaining subscriber", func() bool { return b.n.Load() == 2 })
 	require.Equal(t, int64(1), a.n.Load())
 
 	Unsubscribe(syscall.SIGUSR1, b)

@@ -25,6 +25,15 @@ func BenchCPU(b *testing.B) (report func()) {
 	}
 }
 
+// StartBench starts a benchmark's measured loop: it reports allocations,
+// resets the timer and starts BenchCPU. Call what it returns once the loop
+// is done.
+func StartBench(b *testing.B) (report func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	return BenchCPU(b)
+}
+
 func cpuNow() int64 {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
@@ -54,8 +63,8 @@ type Waiter struct {
 
 // Latency measures how long a goroutine blocked in w.Wait takes to return
 // after another goroutine calls w.Wake, b.N times, and reports the median
-// and the 90th percentile as median-ns and p90-ns; ns/op includes the
-// settle time and means little.
+// and the 90th and 99th percentiles as median-ns, p90-ns and p99-ns; ns/op
+// includes the settle time and means little.
 //
 // Handshake, per sample: the waiter goroutine returns from its wait, takes
 // its timestamp, sends it to the benchmark goroutine and goes straight back
@@ -114,4 +123,5 @@ func Latency(b *testing.B, w Waiter) {
 	slices.Sort(samples)
 	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "median-ns")
 	b.ReportMetric(float64(samples[len(samples)*9/10].Nanoseconds()), "p90-ns")
+	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
 }

@@ -6,7 +6,8 @@
 //   - EventWait, NoEventWait: how long a test waits for what must happen,
 //     and how long a Poll call waits to show that nothing does.
 //   - Eventually: whether a condition comes to hold within a deadline.
-//   - WaitFor: Eventually with EventWait, failing the test otherwise.
+//   - WaitFor: Eventually with EventWait, failing the test otherwise;
+//     WaitForWithin, the same with a deadline of the caller's.
 //   - LoadPerCPU: the load average per CPU, the scale of the scheduling
 //     noise a timing bound allows for.
 //
@@ -17,9 +18,13 @@
 //     they come back to a count taken before.
 //
 // Benchmarks:
-//   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric.
+//   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric;
+//     StartBench, the start of a measured loop with it.
 //   - Latency, Waiter, LatencySettle: how long a blocked goroutine takes to
-//     run after another one wakes it (median-ns, p90-ns).
+//     run after another one wakes it (median-ns, p90-ns, p99-ns).
+//   - Credit: the flow control of a notification-throughput benchmark, a
+//     producer at most a window ahead of its consumer.
 //   - RawEventfd (Linux): the system-call baseline, an eventfd watched by
-//     an epoll instance of its own, with nothing of unipoll in between.
+//     an epoll instance of its own, with nothing of unipoll in between;
+//     NotifyEventfd, the notification-throughput benchmark on it.
 package testsupport

@@ -96,3 +96,54 @@ func (r *RawEventfd) Take() (uint64, error) {
 		}
 	}
 }
+
+// NotifyEventfd is the eventfd baseline of the notification-throughput
+// benchmarks (poll's BenchmarkNotifyThroughput, scenario 1 of bench/): one
+// eventfd write(2) per notification, the consumer blocked in epoll_wait(2)
+// on the level-triggered eventfd and reading the counter, which tells it
+// how many notifications it got (the kernel coalesces them); a Credit of
+// window is the flow control. It reports cpu-ns/op, sets/op (writes per
+// notification, 1) and events/op (epoll_wait returns per notification).
+func NotifyEventfd(b *testing.B, window uint64) {
+	r := NewRawEventfd(b, false)
+	credit := NewCredit(window)
+	total := uint64(b.N)
+	type consumed struct {
+		events uint64
+		err    error
+	}
+	done := make(chan consumed, 1)
+	go func() {
+		var got, events uint64
+		for got < total {
+			if err := r.Wait(); err != nil {
+				done <- consumed{err: err}
+				return
+			}
+			events++
+			v, err := r.Take()
+			if err != nil {
+				done <- consumed{err: err}
+				return
+			}
+			got += v
+			credit.Publish(got)
+		}
+		done <- consumed{events: events}
+	}()
+	cpu := StartBench(b)
+	for i := range total {
+		credit.Take(i)
+		if err := r.Add(1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	res := <-done
+	b.StopTimer()
+	cpu()
+	if res.err != nil {
+		b.Fatal(res.err)
+	}
+	b.ReportMetric(1, "sets/op")
+	b.ReportMetric(float64(res.events)/float64(b.N), "events/op")
+}

@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +46,32 @@ func TestWaitFor(t *testing.T) {
 	WaitFor(t, "three increments", func() bool { return n.Load() == 3 })
 	require.Equal(t, int32(3), n.Load())
 }
+
+// WaitForWithin fails the test, by FailNow, once its own deadline has
+// passed without the condition.
+func TestWaitForWithin(t *testing.T) {
+	const d = 30 * time.Millisecond
+	start := time.Now()
+	ft := &failNowT{TB: t}
+	done := make(chan struct{})
+	go func() { // FailNow ends the goroutine it is called in
+		defer close(done)
+		WaitForWithin(ft, d, "nothing", func() bool { return false })
+	}()
+	<-done
+	require.True(t, ft.failed, "a condition that never holds must fail the test")
+	require.GreaterOrEqual(t, time.Since(start), d)
+}
+
+// failNowT records a failure instead of failing the test it wraps.
+type failNowT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *failNowT) Helper()               {}
+func (f *failNowT) Errorf(string, ...any) { f.failed = true }
+func (f *failNowT) FailNow()              { f.failed = true; runtime.Goexit() }
 
 // OpenFds counts a pipe's two descriptors while they are open.
 func TestOpenFds(t *testing.T) {

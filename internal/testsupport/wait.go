@@ -43,7 +43,15 @@ func Eventually(d time.Duration, cond func() bool) bool {
 // condition in the failure message.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !Eventually(EventWait, cond) {
-		require.FailNowf(t, "timed out", "waiting %v for %s", EventWait, what)
+	WaitForWithin(t, EventWait, what, cond)
+}
+
+// WaitForWithin is WaitFor with a deadline of the caller's, for a package
+// whose waits are longer than EventWait (processes to start, a loop on a
+// loaded machine).
+func WaitForWithin(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Eventually(within, cond) {
+		require.FailNowf(t, "timed out", "waiting %v for %s", within, what)
 	}
 }

@@ -7,18 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func newPoll(t *testing.T) *poll.Poll {
-	t.Helper()
-	p, err := poll.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
 
 func reported(t *testing.T, p *poll.Poll, tok poll.Token) bool {
 	t.Helper()
@@ -37,7 +30,7 @@ func reported(t *testing.T, p *poll.Poll, tok poll.Token) bool {
 // closed, it moves to another and carries its readiness (rule 5 there).
 func TestMove(t *testing.T) {
 	r := New()
-	p1, p2 := newPoll(t), newPoll(t)
+	p1, p2 := polltest.New(t), polltest.New(t)
 	require.NoError(t, r.Register(p1, 1, poll.Readable, poll.Edge))
 	require.ErrorIs(t, r.Register(p2, 2, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
 	require.ErrorIs(t, r.Reregister(p2, 2, poll.Readable, poll.Edge), poll.ErrRegisteredElsewhere)
@@ -52,7 +45,7 @@ func TestMove(t *testing.T) {
 	require.False(t, reported(t, p1, 1))
 
 	require.NoError(t, p2.Close())
-	p3 := newPoll(t)
+	p3 := polltest.New(t)
 	require.NoError(t, r.Register(p3, 3, poll.Readable, poll.Level))
 	require.True(t, reported(t, p3, 3))
 	r.Unset(poll.Readable)
@@ -66,7 +59,7 @@ func TestMove(t *testing.T) {
 }
 
 func TestChecks(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	require.ErrorIs(t, CheckRegister(nil, nil), poll.ErrInvalidArgument)
 	require.ErrorIs(t, CheckOn(nil, nil), poll.ErrInvalidArgument)
 	require.NoError(t, CheckRegister(nil, p))
