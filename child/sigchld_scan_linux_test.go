@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/polltest"
 	"github.com/unipoll/unipoll/internal/ureg"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -19,7 +20,7 @@ import (
 // that is exiting; the scan used to look first and copy after, and
 // marked it.
 func TestScanMarksOnlyWatchersItCopied(t *testing.T) {
-	p := newPoll(t)
+	p := polltest.New(t)
 	cmd, release := startReading(t)
 	w := watchOn(t, cmd, paths[1])
 	require.NoError(t, p.Register(w, 1, poll.Readable, poll.Edge))

@@ -19,7 +19,6 @@ var readmeImports = []string{
 	"github.com/unipoll/unipoll/channel",
 	"github.com/unipoll/unipoll/child",
 	"github.com/unipoll/unipoll/eventloop",
-	"github.com/unipoll/unipoll/netloop",
 	"github.com/unipoll/unipoll/poll",
 	"github.com/unipoll/unipoll/signal",
 	"github.com/unipoll/unipoll/socket",
