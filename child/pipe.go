@@ -18,8 +18,8 @@ import "github.com/unipoll/unipoll/poll"
 //
 // Under Edge a read pass may stop at ErrWouldBlock or at a short read
 // (fewer bytes than the buffer holds), as with a stream socket, except
-// when the event reported Hup: then read on to io.EOF. The pipe re-arms
-// its registration itself at those points (poll.Fd.Rearm), so that the
+// when the event reported Hup: then read on to io.EOF. The pipe ends the
+// pass itself at those points (poll.Fd.Drained), so that the
 // poll(2) backend reports each edge once and loses none. After io.EOF a
 // Level registration reports the pipe on every Poll call: Close it (or
 // Deregister it).
@@ -44,8 +44,8 @@ type PipeReader struct{ e pipeEnd }
 // Readable and Writable too). Close is the child's end of input: its next
 // read returns end of file.
 //
-// Under Edge a write pass may stop at ErrWouldBlock; the pipe re-arms its
-// registration there itself. Other rules are PipeReader's.
+// Under Edge a write pass may stop at ErrWouldBlock; the pipe ends the
+// pass there itself (Drained). Other rules are PipeReader's.
 type PipeWriter struct{ e pipeEnd }
 
 var (
@@ -82,7 +82,7 @@ func (r *PipeReader) Close() error { return r.end().close() }
 
 // Fd returns the descriptor, or -1 if the pipe is closed. Register the
 // PipeReader itself, not poll.Fd(r.Fd()): only a registration made through
-// it is re-armed under Edge and undone by Close.
+// it has its passes ended under Edge and is undone by Close.
 func (r *PipeReader) Fd() int { return r.end().sysfd() }
 
 // String names the pipe: "stdout of pid 1234".

@@ -23,8 +23,8 @@ import (
 //	    is open. Only open makes an open one, and state leaves open
 //	    only in close, under mu held for writing. The zero value is
 //	    notOpen and never uses its fd field (0, which is stdin).
-//	P2. Every use of fd takes mu, for reading (Read, Write and the re-arm
-//	    they make) or for writing (registration, Close), and checks state
+//	P2. Every use of fd takes mu, for reading (Read, Write and the Drained
+//	    call they make) or for writing (registration, Close), and checks state
 //	    first. So Close waits for I/O in progress (which never blocks), and
 //	    nothing uses the number once Close has given it back to the kernel.
 //	P3. on is the Poll the descriptor is registered with through the pipe,
@@ -33,7 +33,7 @@ import (
 //	P4. A closed Poll holds nothing: a registration call that finds on
 //	    closed forgets it, and close does not deregister from it.
 //	P5. Under Edge, an I/O call that ends a pass (EAGAIN, or a short read)
-//	    re-arms that direction with poll.Fd.Rearm before it releases mu, so
+//	    ends that direction's pass with poll.Fd.Drained before it releases mu, so
 //	    that a backend that emulates edges (poll(2)) reports each edge once
 //	    and never loses one.
 //
@@ -122,10 +122,10 @@ func (e *pipeEnd) read(b []byte) (int, error) {
 		n, err := unix.Read(e.fd, b)
 		switch {
 		case err == nil && n == 0:
-			return 0, io.EOF // lasts: no re-arm (P5), which would make the hang-up an edge on every Poll
+			return 0, io.EOF // lasts: no Drained (P5), which would make the hang-up an edge on every Poll
 		case err == nil:
 			if n < len(b) && e.edge { // the pipe was empty when the read ended (P5)
-				if rerr := e.rearm("read", poll.Readable); rerr != nil {
+				if rerr := e.drained("read", poll.Readable); rerr != nil {
 					return n, rerr
 				}
 			}
@@ -134,7 +134,7 @@ func (e *pipeEnd) read(b []byte) (int, error) {
 			continue
 		case err == unix.EAGAIN:
 			if e.edge {
-				if rerr := e.rearm("read", poll.Readable); rerr != nil {
+				if rerr := e.drained("read", poll.Readable); rerr != nil {
 					return 0, rerr
 				}
 			}
@@ -162,7 +162,7 @@ func (e *pipeEnd) write(b []byte) (int, error) {
 		case err == nil, err == unix.EINTR:
 		case err == unix.EAGAIN:
 			if e.edge {
-				if rerr := e.rearm("write", poll.Writable); rerr != nil {
+				if rerr := e.drained("write", poll.Writable); rerr != nil {
 					return n, rerr
 				}
 			}
@@ -176,15 +176,16 @@ func (e *pipeEnd) write(b []byte) (int, error) {
 	return n, nil
 }
 
-// rearm re-arms direction r of an Edge registration (P5). Called with mu
-// held for reading and e.edge set. A closed Poll, or one that no longer
-// has the descriptor (deregistered as a raw Fd), leaves nothing to re-arm.
-func (e *pipeEnd) rearm(op string, r poll.Ready) error {
-	err := poll.Fd(e.fd).Rearm(e.on, r)
+// drained ends the pass in direction r of an Edge registration (P5).
+// Called with mu held for reading and e.edge set. A closed Poll, or one
+// that no longer has the descriptor (deregistered as a raw Fd), leaves no
+// pass to end.
+func (e *pipeEnd) drained(op string, r poll.Ready) error {
+	err := poll.Fd(e.fd).Drained(e.on, r)
 	if err == nil || errors.Is(err, poll.ErrClosed) || errors.Is(err, poll.ErrNotRegistered) {
 		return nil
 	}
-	return fmt.Errorf("child: %s: %s: rearm: %w", e.name, op, err)
+	return fmt.Errorf("child: %s: %s: drained: %w", e.name, op, err)
 }
 
 // String is the pipe's name, "" for a nil or zero pipe. The name is set

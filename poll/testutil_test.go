@@ -545,7 +545,7 @@ func requireQueueEmpty(t testing.TB, p *Poll) {
 	q := &p.queue
 	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
 		"readiness queue still holds nodes")
-	require.Zero(t, p.held.len(), "held list not empty")
+	require.Zero(t, p.held.Len(), "held list not empty")
 	require.Zero(t, p.wheel.count.Load(), "timing wheel not empty")
 	p.wheel.mu.Lock()
 	defer p.wheel.mu.Unlock()

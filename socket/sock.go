@@ -27,7 +27,7 @@ import (
 //     descriptor is closed. So a zero value never uses its fd field, 0,
 //     which is stdin.
 //  2. Every use of fd takes mu, for reading (I/O, socket options,
-//     re-arming) or for writing (registration, Close), and checks state
+//     ending a pass) or for writing (registration, Close), and checks state
 //     first. So Close waits for I/O in progress to finish, and nothing uses
 //     the number once Close has released it to the kernel for reuse. I/O
 //     never blocks, so the wait is short.
@@ -40,8 +40,8 @@ import (
 //     registration call that finds poll closed forgets it, so the socket can
 //     go to another Poll at once, and close does not deregister from it.
 //  5. Under an Edge registration, an I/O call that ends a pass (EAGAIN, or a
-//     short read on a stream) re-arms that direction with poll.Fd.Rearm
-//     before it releases the read lock, with the fd and poll it used for
+//     short read on a stream) ends that direction's pass with
+//     poll.Fd.Drained before it releases the read lock, with the fd and poll it used for
 //     the I/O (2, 3). A backend that emulates edge (poll(2)) may leave a
 //     reported condition out of its poll set until then, so that an edge
 //     is reported once and, when the caller follows the rule in the package
@@ -49,7 +49,7 @@ import (
 //     covers; the call itself only when a pass ends.
 //
 // Lock order: mu, then the Poll's own locks (register, Close's deregister
-// and the re-arm call into the Poll with mu held; the Poll never calls back
+// and Drained call into the Poll with mu held; the Poll never calls back
 // into a socket).
 //
 // An RWMutex keeps Read and Write on different goroutines from serialising
@@ -233,16 +233,16 @@ func (s *sock) forgetClosedPoll() {
 	}
 }
 
-// rearm re-arms direction r of an Edge registration after an I/O call
-// ended a pass (invariant 5). Called with the read lock held, and only
-// when s.edge is set. The failures that leave nothing to re-arm are
+// drained tells the Poll that an I/O call ended a pass in direction r of
+// an Edge registration (invariant 5). Called with the read lock held, and
+// only when s.edge is set. The failures that leave no pass to end are
 // ignored: a Poll that has been closed, or one that no longer has the
 // descriptor (the caller deregistered it as a raw Fd). Anything else is
-// reported, since a registration left unarmed could miss its next edge.
-func (s *sock) rearm(op string, r poll.Ready) error {
-	err := poll.Fd(s.fd).Rearm(s.poll, r)
+// reported, since a pass left open could miss its next edge.
+func (s *sock) drained(op string, r poll.Ready) error {
+	err := poll.Fd(s.fd).Drained(s.poll, r)
 	if err == nil || errors.Is(err, poll.ErrClosed) || errors.Is(err, poll.ErrNotRegistered) {
 		return nil
 	}
-	return opError(op+": rearm", "", err)
+	return opError(op+": drained", "", err)
 }

@@ -14,7 +14,7 @@ import (
 // The I/O helpers below hold the read lock for one system call (or one
 // short retry loop), retry EINTR, which the Go runtime's signals make
 // routine, and turn EAGAIN into the unwrapped ErrWouldBlock. Where a call
-// ends an edge-triggered pass they re-arm the registration before
+// ends an edge-triggered pass they tell the Poll (Drained) before
 // returning (sock, invariant 5): EAGAIN from every operation, and a short
 // read from a stream.
 
@@ -45,8 +45,8 @@ func (s *sock) readStream(b []byte) (int, error) {
 //
 // A stream read that returns less than len(b) found the receive queue
 // empty, so later data makes a new edge and the caller may stop its pass
-// there; under Edge it re-arms. Not at EOF, which lasts (re-arming would
-// make the hang-up an edge on every Poll), and not for a datagram, where
+// there; under Edge it calls Drained. Not at EOF, which lasts (ending the
+// pass would make the hang-up an edge on every Poll), and not for a datagram, where
 // one read is one datagram whatever its size.
 func (s *sock) readAny(b []byte, stream bool) (int, error) {
 	if err := s.rlock("read"); err != nil {
@@ -60,7 +60,7 @@ func (s *sock) readAny(b []byte, stream bool) (int, error) {
 			return 0, io.EOF
 		case err == nil:
 			if stream && n < len(b) && s.edge {
-				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+				if rerr := s.drained("read", poll.Readable); rerr != nil {
 					return n, rerr
 				}
 			}
@@ -69,7 +69,7 @@ func (s *sock) readAny(b []byte, stream bool) (int, error) {
 			continue
 		case err == unix.EAGAIN:
 			if s.edge {
-				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+				if rerr := s.drained("read", poll.Readable); rerr != nil {
 					return 0, rerr
 				}
 			}
@@ -107,7 +107,7 @@ func (s *sock) write(b []byte) (int, error) {
 			continue
 		case err == unix.EAGAIN:
 			if s.edge {
-				if rerr := s.rearm("write", poll.Writable); rerr != nil {
+				if rerr := s.drained("write", poll.Writable); rerr != nil {
 					return n, rerr
 				}
 			}
@@ -133,7 +133,7 @@ func (s *sock) recvfrom(b []byte) (int, unix.Sockaddr, error) {
 			continue
 		case err == unix.EAGAIN:
 			if s.edge {
-				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+				if rerr := s.drained("read", poll.Readable); rerr != nil {
 					return 0, nil, rerr
 				}
 			}
@@ -159,7 +159,7 @@ func (s *sock) sendto(b []byte, sa unix.Sockaddr) error {
 			continue
 		case err == unix.EAGAIN:
 			if s.edge {
-				if rerr := s.rearm("write", poll.Writable); rerr != nil {
+				if rerr := s.drained("write", poll.Writable); rerr != nil {
 					return rerr
 				}
 			}
@@ -192,7 +192,7 @@ func (s *sock) setsockoptInt(level, opt, value int) error {
 // with (from SO_ERROR, which reading clears), 0 once connected, or
 // ErrWouldBlock while the handshake is still going on. In that last case
 // the event that brought the caller here was spurious and the real one is
-// still to come, so under Edge it re-arms Writable like any other pass that
+// still to come, so under Edge it ends the Writable pass like any other that
 // would block.
 func (s *sock) connectErrno() (unix.Errno, error) {
 	if err := s.rlock("connect"); err != nil {
@@ -213,7 +213,7 @@ func (s *sock) connectErrno() (unix.Errno, error) {
 		return 0, nil
 	case unix.ENOTCONN:
 		if s.edge {
-			if rerr := s.rearm("connect", poll.Writable); rerr != nil {
+			if rerr := s.drained("connect", poll.Writable); rerr != nil {
 				return 0, rerr
 			}
 		}
@@ -240,7 +240,7 @@ func (s *sock) accept() (int, unix.Sockaddr, error) {
 			continue
 		case err == unix.EAGAIN:
 			if s.edge {
-				if rerr := s.rearm("accept", poll.Readable); rerr != nil {
+				if rerr := s.drained("accept", poll.Readable); rerr != nil {
 					return -1, nil, rerr
 				}
 			}

@@ -96,7 +96,7 @@ func connect(fd int, sa unix.Sockaddr) error {
 // has reported Writable, Error or Hup: nil when it is connected, the
 // failure (matching unix.ECONNREFUSED, unix.ETIMEDOUT, ...) when it failed,
 // and ErrWouldBlock while it is still in progress (after a spurious event;
-// under Edge the registration is re-armed, so the real event still comes).
+// under Edge the pass is ended with Drained, so the real event still comes).
 // The failure is remembered, so later calls report it too, also when a
 // Read or Write saw it first.
 func (c *TCPConn) ConnectError() error {
