@@ -110,13 +110,13 @@ func (c *TCPConn) ConnectError() error {
 		// It connected. What ended the connection since (a reset that
 		// Read returned) took the kernel's answer with it, so asking
 		// again would say "in progress". A closed conn still says so.
-		if err := c.s.rlock("connect"); err != nil {
+		if err := c.s.RLock("connect"); err != nil {
 			return err
 		}
-		c.s.mu.RUnlock()
+		c.s.RUnlock()
 		return nil
 	}
-	errno, err := c.s.connectErrno()
+	errno, err := connectErrno(&c.s)
 	if err != nil {
 		return err
 	}
