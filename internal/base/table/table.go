@@ -234,6 +234,13 @@ func (t *Table[E]) Current(idx uint32) (Handle, *E, bool) {
 	return Handle{Idx: idx, Gen: s.gen}, &s.val, true
 }
 
+// At returns the record in slot idx, which must be in use: the owner's
+// lookup by index alone, for a structure that links its records by index
+// and has checked the Handle once already (the timing wheel's slots).
+func (t *Table[E]) At(idx uint32) *E {
+	return &t.chunks[idx>>chunkBits][idx&chunkMask].val
+}
+
 // Load returns the record in slot idx, in use or not, or nil if the table
 // has never had a chunk for it. Any goroutine may call it while the owner
 // uses the table, on a table that does not Shrink: the record's address

@@ -134,6 +134,9 @@ func TestTableModel(t *testing.T) {
 					if ch, cp, ok := tab.Current(h.Idx); !ok || ch != h || cp != p {
 						t.Fatalf("Current(%d) = %v, %v; want %v", h.Idx, ch, ok, h)
 					}
+					if tab.At(h.Idx) != p {
+						t.Fatalf("At(%d) is not the record Lookup found", h.Idx)
+					}
 				}
 				for _, h := range dead {
 					if _, ok := tab.Lookup(h); ok {
