@@ -196,8 +196,9 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 	// interest adds, so the event could be incomplete (Readable alone where
 	// Readable|Writable is ready). Nothing is lost: every backend's Modify
 	// looks at the descriptor afresh and reports what is ready under the
-	// new interest.
-	// The generation is taken only once the kernel has the new key.
+	// new interest. The table stamps the generation only once the kernel
+	// has the new key, so a Modify that fails leaves the registration as
+	// it was.
 	next := table.Handle{Idx: h.Idx, Gen: p.fds.tab.NextGen()}
 	if err := p.sel.Modify(fd, fdKey(next), uint32(interest), sysMode(opts)); err != nil {
 		return selectorError("reregister", fd, err)
