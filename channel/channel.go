@@ -10,6 +10,14 @@ import (
 	"github.com/unipoll/unipoll/poll"
 )
 
+// The queue. Values travel through one queue, segQueue (segqueue.go),
+// whose Pop promises one thing beyond "it returns what was pushed": once
+// every Push has returned, Pop returns every value not yet popped. Pop may
+// return false while a Push is still running, even for values whose own
+// Push has returned (a slot reserved by a slower Send holds back the ones
+// after it); the Send whose Push finishes last makes the Receiver readable
+// again.
+//
 // Readiness accounting. The Receiver's Registration carries one bit that
 // matters, R (Readable). "Available" below means: in the Receiver's stash
 // (the one value it has popped ahead) or returned by the queue's next Pop.
@@ -35,7 +43,7 @@ import (
 //
 // Claim: a value is never left available with R clear and nobody about to
 // set it. Take the Receiver's clear X and its re-check K, and a value v
-// that K did not find. By Queue's promise, some Push Q was still in
+// that K did not find. By the queue's promise, some Push Q was still in
 // progress when K looked (v's own, or a slower producer's ahead of it). Q's
 // Send reads R after Q returns, so after K, so after X: it finds R clear
 // and sets it, or finds it set by a SetReadiness made after X. Either way R
@@ -49,42 +57,35 @@ import (
 // sender's enqueue and its count update could make the counter and the
 // queue disagree, leaving a value queued with no readiness set.
 //
-// Disconnection. A Sender finishes when it is closed and no Clone of it
-// (nor, with a caller's Queue, no Send of it) is in progress: those calls
-// hold one of its operation counts (Sender.state), Close marks it closed,
-// and whoever brings a closed Sender to zero operations finishes it,
-// exactly once, by CAS. The channel's sender count drops when a Sender
+// Disconnection. A Sender finishes when it is closed and no Clone of it is
+// in progress: a Clone holds one of its operation counts (Sender.state),
+// Close marks it closed, and whoever brings a closed Sender to zero
+// operations finishes it, exactly once, by CAS. The channel's sender count drops when a Sender
 // finishes. ErrDisconnected must come only after the last value, also when
 // a Send races the Close of its own Sender:
 //
-//   - With the built-in queue, a Send reserves its slot, then reads
-//     disconnected; if it is set, it fills the slot with a skip mark
-//     (abort) instead of its value, returns ErrClosed and then applies
-//     rule S. The Receiver declares the channel finished when it reads
-//     disconnected, then finds nothing to pop and no slot reserved beyond
-//     its head (the queue's tail). A Send that read disconnected clear
-//     reserved before that, so before the Receiver read the tail: its slot
-//     counts, and the Receiver waits for it (ErrEmpty, with R clear, which
-//     that Send's rule S sets again). This costs a Send no atomic
-//     read-modify-write beyond the queue's own two.
-//   - With a caller's Queue, every Send holds an operation count, so all
-//     of them have returned when disconnected is stored, and a Pop made
-//     after reading it finds every value there is (Queue's promise).
+// A Send reserves its slot, then reads disconnected; if it is set, it
+// fills the slot with a skip mark (abort) instead of its value, returns
+// ErrClosed and then applies rule S. The Receiver declares the channel
+// finished when it reads disconnected, then finds nothing to pop and no
+// slot reserved beyond its head (the queue's tail). A Send that read
+// disconnected clear reserved before that, so before the Receiver read the
+// tail: its slot counts, and the Receiver waits for it (ErrEmpty, with R
+// clear, which that Send's rule S sets again). This costs a Send no atomic
+// read-modify-write beyond the queue's own two, and no operation count.
 //
 // Capacity (bounded channels). The capacity taken ("used") is the number
 // of values reserved by Sends and not yet returned by the Receiver
 // (queued, in flight, or popped ahead by TryRecv, but not handed back by
-// a Drain, see below), or aborted. With the built-in
-// queue it is the queue's tail (slots handed out) minus released (slots
-// given back), and a Send takes its capacity and its slot in one CAS on
-// the tail, made only while used < capacity (segQueue.reserveWithin); with
-// a caller's Queue it is count, taken by CAS before the Push. Receives and
-// aborts give capacity back, once per value: a Drain's batch gives back
+// a Drain, see below), or aborted: the queue's tail (slots handed out)
+// minus released (slots given back). A Send takes its capacity and its
+// slot in one CAS on the tail, made only while used < capacity
+// (segQueue.reserveWithin). Receives and aborts give capacity back, once per value: a Drain's batch gives back
 // the capacity of all its values at once, those it hands back when its
 // loop stops early included, and the Receiver counts these
 // (Receiver.given) so that taking them later gives nothing back a second
 // time (that would let the channel overfill, and once more was given back
-// than was ever taken, wrap the built-in queue's used count and leave the
+// than was ever taken, wrap the queue's used count and leave the
 // channel full for good). A Send that finds no room and is about to
 // block (a sleeper), and a Sender waiting for Writable (a wanter), are
 // counted in waiting (under mu) and then look at the capacity again; a
@@ -111,8 +112,7 @@ import (
 
 // core is what the Senders and the Receiver of one channel share.
 type core[T any] struct {
-	seg   *segQueue[T] // the default queue, called directly; nil if q is the user's
-	q     Queue[T]
+	q     *segQueue[T]
 	rxSet *poll.SetReadiness
 
 	capacity int64 // 0: unbounded
@@ -122,11 +122,9 @@ type core[T any] struct {
 	disconnected atomic.Bool
 
 	_ cpu.CacheLinePad
-	// Bounded: every Send and every receive. The built-in queue's capacity
-	// is its tail (slots handed out) minus released; a caller's Queue's is
-	// count.
+	// Bounded: every receive. The capacity used is the queue's tail (slots
+	// handed out) minus released.
 	released atomic.Uint64
-	count    atomic.Int64
 	_        cpu.CacheLinePad
 	waiting  atomic.Int32 // sleepers + len(wanters); written under mu
 	_        cpu.CacheLinePad
@@ -148,8 +146,7 @@ const unboundedFree = 16
 // New returns the two ends of an unbounded channel: Send never blocks and
 // never fails for lack of room.
 func New[T any]() (*Sender[T], *Receiver[T]) {
-	s, r, _ := newChannel[T](nil, 0)
-	return s, r
+	return newChannel[T](0)
 }
 
 // NewBounded returns the two ends of a channel that holds at most capacity
@@ -161,46 +158,29 @@ func NewBounded[T any](capacity int) (*Sender[T], *Receiver[T], error) {
 	if capacity < 1 {
 		return nil, nil, fmt.Errorf("%w: channel capacity %d (at least 1)", ErrInvalidArgument, capacity)
 	}
-	return newChannel[T](nil, capacity)
+	s, r := newChannel[T](capacity)
+	return s, r, nil
 }
 
-// NewWithQueue returns a channel that stores its values in q (see Queue for
-// what q must promise). A capacity of 0 leaves the channel unbounded, as
-// New; a positive one bounds it, as NewBounded. A nil q or a negative
-// capacity returns an error wrapping ErrInvalidArgument.
-func NewWithQueue[T any](q Queue[T], capacity int) (*Sender[T], *Receiver[T], error) {
-	if q == nil {
-		return nil, nil, fmt.Errorf("%w: nil channel.Queue", ErrInvalidArgument)
+// newChannel makes a channel; capacity 0 is unbounded.
+func newChannel[T any](capacity int) (*Sender[T], *Receiver[T]) {
+	// Keep enough recycled segments for a bounded channel's whole
+	// capacity, which fills and empties in bursts, and for unboundedFree
+	// segments of an unbounded one.
+	maxFree := unboundedFree
+	if capacity > 0 {
+		maxFree = capacity/segSize + 2
 	}
-	if capacity < 0 {
-		return nil, nil, fmt.Errorf("%w: channel capacity %d", ErrInvalidArgument, capacity)
-	}
-	return newChannel(q, capacity)
-}
-
-func newChannel[T any](q Queue[T], capacity int) (*Sender[T], *Receiver[T], error) {
-	c := &core[T]{q: q, capacity: int64(capacity), all: map[*Sender[T]]struct{}{}}
-	if q == nil {
-		// Keep enough recycled segments for a bounded channel's whole
-		// capacity, which fills and empties in bursts, and for
-		// unboundedFree segments of an unbounded one.
-		maxFree := unboundedFree
-		if capacity > 0 {
-			maxFree = capacity/segSize + 2
-		}
-		c.seg = newSegQueue[T](maxFree)
-		c.q = c.seg
-	}
+	c := &core[T]{q: newSegQueue[T](maxFree), capacity: int64(capacity), all: map[*Sender[T]]struct{}{}}
 	c.cond.L = &c.mu
 	reg, set := poll.NewRegistration()
 	c.rxSet = set
 	r := &Receiver[T]{c: c, reg: reg}
 	c.senders.Store(1)
-	return c.newSender(), r, nil
+	return c.newSender(), r
 }
 
-// slot is the room a Send has reserved: a slot of the built-in queue, or
-// nothing (a unit of capacity, on a bounded channel) with a caller's Queue.
+// slot is the room a Send has reserved: a slot of the queue.
 type slot[T any] struct {
 	seg *segment[T]
 	k   uint64
@@ -209,43 +189,25 @@ type slot[T any] struct {
 // take reserves room for one value for s. It reports false if a bounded
 // channel is full, and filled if this reservation filled it.
 func (c *core[T]) take(s *Sender[T]) (sl slot[T], ok, filled bool) {
-	if c.seg != nil {
-		if c.capacity == 0 {
-			sl.seg, sl.k = c.seg.reserve()
-			return sl, true, false
-		}
-		var used uint64
-		sl.seg, sl.k, used, ok = c.seg.reserveWithin(uint64(c.capacity), &c.released, &s.relSeen)
-		return sl, ok, ok && used == uint64(c.capacity)
-	}
 	if c.capacity == 0 {
+		sl.seg, sl.k = c.q.reserve()
 		return sl, true, false
 	}
-	for {
-		n := c.count.Load()
-		if n >= c.capacity {
-			return sl, false, false
-		}
-		if c.count.CompareAndSwap(n, n+1) {
-			return sl, true, n+1 == c.capacity
-		}
-	}
+	var used uint64
+	sl.seg, sl.k, used, ok = c.q.reserveWithin(uint64(c.capacity), &c.released, &s.relSeen)
+	return sl, ok, ok && used == uint64(c.capacity)
 }
 
-// put fills the room sl with v and applies rule S. With the built-in queue
-// it aborts instead, gives the room back and returns ErrClosed if the
-// channel is disconnected (see Disconnection).
+// put fills the room sl with v and applies rule S. It aborts instead,
+// gives the room back and returns ErrClosed if the channel is
+// disconnected (see Disconnection).
 func (c *core[T]) put(sl slot[T], v T) error {
 	var err error
-	if sl.seg != nil {
-		if c.disconnected.Load() {
-			c.seg.abort(sl.seg, sl.k)
-			err = ErrClosed
-		} else {
-			c.seg.publish(sl.seg, sl.k, v)
-		}
+	if c.disconnected.Load() {
+		c.q.abort(sl.seg, sl.k)
+		err = ErrClosed
 	} else {
-		c.q.Push(v)
+		c.q.publish(sl.seg, sl.k, v)
 	}
 	if c.rxSet.Readiness()&poll.Readable == 0 {
 		_ = c.rxSet.SetReadiness(poll.Readable)
@@ -259,11 +221,8 @@ func (c *core[T]) put(sl slot[T], v T) error {
 // used is how much of a bounded channel's capacity is taken; while Sends
 // and receives run it may be overstated.
 func (c *core[T]) used() int64 {
-	if c.seg != nil {
-		r := c.released.Load()
-		return int64(c.seg.tail.Load() - r)
-	}
-	return c.count.Load()
+	r := c.released.Load()
+	return int64(c.q.tail.Load() - r)
 }
 
 // setR sets R unless it is set. Rule C's re-check and rule D use it.
@@ -281,21 +240,12 @@ func (c *core[T]) clearR() {
 }
 
 // pop: Receiver's mutex held.
-func (c *core[T]) pop() (T, bool) {
-	if c.seg != nil {
-		return c.seg.Pop()
-	}
-	return c.q.Pop()
-}
+func (c *core[T]) pop() (T, bool) { return c.q.Pop() }
 
 // release gives back the capacity of n values (returned by the Receiver,
 // or aborted).
 func (c *core[T]) release(n int) {
-	if c.seg != nil {
-		c.released.Add(uint64(n))
-	} else {
-		c.count.Add(-int64(n))
-	}
+	c.released.Add(uint64(n))
 	if c.waiting.Load() != 0 {
 		c.mu.Lock()
 		c.signalLocked()

@@ -165,51 +165,21 @@ func TestWritableDrivenProducers(t *testing.T) {
 	wg.Wait()
 }
 
-// slowQueue is a Queue that keeps one order across producers and holds
-// each Push in progress for a while between taking its slot and filling
-// it, so that a Pop often finds the head slot taken but empty while later
-// slots are full (the case Queue's documentation allows and rule C of
-// channel.go must survive); such a Pop takes its time before it reports
-// nothing, so the Push often completes meanwhile. It holds at most
-// len(vals) values in all.
-type slowQueue struct {
-	tail atomic.Int64
-	head int64 // consumer
-	vals []int
-	full []atomic.Bool
-}
-
-func newSlowQueue(n int) *slowQueue {
-	return &slowQueue{vals: make([]int, n), full: make([]atomic.Bool, n)}
-}
-
-func (q *slowQueue) Push(v int) {
-	i := q.tail.Add(1) - 1
+// sendSlow is Send on an unbounded channel with the Send held in progress
+// for a while between reserving its slot and filling it (i%4 yields), so
+// that a Pop often finds the head slot reserved but empty while later
+// slots are full (the case the queue's promise in channel.go allows and
+// rule C must survive).
+func sendSlow(s *Sender[int], v int, i int64) error {
+	if s.c.rxClosed.Load() {
+		return ErrDisconnected
+	}
+	sl, _, _ := s.c.take(s)
 	for range i % 4 {
 		runtime.Gosched()
 	}
-	q.vals[i] = v
-	q.full[i].Store(true)
+	return s.c.put(sl, v)
 }
-
-func (q *slowQueue) Pop() (int, bool) {
-	if q.head == q.tail.Load() {
-		return 0, false
-	}
-	if !q.full[q.head].Load() {
-		// A Push is under way: give it time to finish (and to look at the
-		// Receiver's readiness) before reporting the empty slot, as a
-		// descheduled consumer would.
-		for range 3 {
-			runtime.Gosched()
-		}
-		return 0, false
-	}
-	q.head++
-	return q.vals[q.head-1], true
-}
-
-func (q *slowQueue) Len() int { return int(q.tail.Load() - q.head) }
 
 // A receive racing a send never leaves a value pending with no readiness
 // set (mio-extras' race). Two producers send bursts of one to three values
@@ -221,11 +191,11 @@ func (q *slowQueue) Len() int { return int(q.tail.Load() - q.head) }
 // nothing, and the slow Send finishes and sees Readable still set just
 // before the consumer clears it. Without the re-check after the clear (rule
 // C in channel.go), the consumer's Poll then waits eventWait for nothing
-// while the producers wait for it. slowQueue widens that window; the
-// built-in queue has it too, only narrower.
+// while the producers wait for it. sendSlow widens that window; a plain
+// Send has it too, only narrower.
 func TestRecvSendRace(t *testing.T) {
 	const total = 6000
-	for _, queue := range []string{"builtin", "slow"} {
+	for _, queue := range []string{"send", "slow"} {
 		for _, opts := range []poll.PollOpt{poll.Edge, poll.Level} {
 			t.Run(queue+"/"+opts.String(), func(t *testing.T) {
 				recvSendRace(t, queue, opts, total)
@@ -236,14 +206,10 @@ func TestRecvSendRace(t *testing.T) {
 
 func recvSendRace(t *testing.T, queue string, opts poll.PollOpt, total int) {
 	p := polltest.New(t)
-	var tx *Sender[int]
-	var rx *Receiver[int]
+	tx, rx := New[int]()
+	send := func(s *Sender[int], v int, i int64) error { return s.Send(v) }
 	if queue == "slow" {
-		var err error
-		tx, rx, err = NewWithQueue[int](newSlowQueue(total), 0)
-		require.NoError(t, err)
-	} else {
-		tx, rx = New[int]()
+		send = sendSlow
 	}
 	defer rx.Close()
 	require.NoError(t, p.Register(rx, rxTok, poll.Readable, opts))
@@ -263,7 +229,7 @@ func recvSendRace(t *testing.T, queue string, opts poll.PollOpt, total int) {
 					if i > int64(total) {
 						return
 					}
-					if err := s.Send(int(i)); err != nil {
+					if err := send(s, int(i), i); err != nil {
 						t.Errorf("Send: %v", err)
 						return
 					}

@@ -10,10 +10,9 @@
 // reported Writable when room appears, so a producer driven by its own Poll
 // never has to block.
 //
-// Values travel through a Queue: by default a lock-free segmented queue
-// that keeps each Sender's order, allocates at most one 64-slot segment per
-// 64 values and recycles its segments, so a channel in steady use does not
-// allocate. NewWithQueue takes a caller's Queue instead.
+// Values travel through a lock-free segmented queue that keeps each
+// Sender's order, allocates at most one 64-slot segment per 64 values and
+// recycles its segments, so a channel in steady use does not allocate.
 //
 // A Drain that keeps up with a stream of values paces itself: when its
 // last look at the queue caught up with the producers, it spins before the
@@ -23,7 +22,7 @@
 // otherwise costs each Send a cache miss). It spins only between
 // batches, holding no value to return, never in a Drain's first batch or
 // in TryRecv, and backs off when spins find nothing (request and response
-// traffic). With GOMAXPROCS 1, or a caller's Queue, it does not spin.
+// traffic). With GOMAXPROCS 1 it does not spin.
 //
 // A typical consumer:
 //

@@ -22,7 +22,7 @@ var (
 	// by has been closed (Close twice, or a call after Close).
 	ErrClosed = poll.ErrClosed
 	// ErrInvalidArgument is poll.ErrInvalidArgument: a nil or zero Sender
-	// or Receiver, a nil Queue, or a capacity out of range.
+	// or Receiver, or a capacity out of range.
 	ErrInvalidArgument = poll.ErrInvalidArgument
 )
 

@@ -108,39 +108,3 @@ func ExampleReceiver_Drain() {
 	fmt.Println("|", err)
 	// Output: 0 1 4 9 16 | unipoll: channel empty
 }
-
-// A caller's Queue: here a LIFO stack, which a channel accepts as long as
-// Pop returns every value once Pushes are done.
-func ExampleNewWithQueue() {
-	tx, rx, err := channel.NewWithQueue[string](&stack{}, 0)
-	if err != nil {
-		panic(err)
-	}
-	defer rx.Close()
-	for _, s := range []string{"a", "b", "c"} {
-		_ = tx.Send(s)
-	}
-	for v := range rx.Drain() {
-		fmt.Print(v)
-	}
-	fmt.Println()
-	// Output: cba
-}
-
-// stack is a Queue that pops the newest value first. One goroutine sends
-// in ExampleNewWithQueue, so it needs no lock; a Queue used by concurrent
-// Senders must be safe for concurrent Push.
-type stack struct{ vals []string }
-
-func (s *stack) Push(v string) { s.vals = append(s.vals, v) }
-
-func (s *stack) Pop() (string, bool) {
-	if len(s.vals) == 0 {
-		return "", false
-	}
-	v := s.vals[len(s.vals)-1]
-	s.vals = s.vals[:len(s.vals)-1]
-	return v, true
-}
-
-func (s *stack) Len() int { return len(s.vals) }

@@ -31,25 +31,16 @@ func trySendAll(t *testing.T, tx *Sender[int], next *int) int {
 }
 
 func TestHandedBackValuesTakeNoCapacity(t *testing.T) {
-	for _, queue := range []string{"builtin", "caller's"} {
-		for _, takeBy := range []string{"TryRecv", "Drain"} {
-			t.Run(queue+"/"+takeBy, func(t *testing.T) {
-				handedBack(t, queue == "caller's", takeBy == "Drain")
-			})
-		}
+	for _, takeBy := range []string{"TryRecv", "Drain"} {
+		t.Run(takeBy, func(t *testing.T) {
+			handedBack(t, takeBy == "Drain")
+		})
 	}
 }
 
-func handedBack(t *testing.T, callersQueue, byDrain bool) {
+func handedBack(t *testing.T, byDrain bool) {
 	const capacity = 4
-	var tx *Sender[int]
-	var rx *Receiver[int]
-	var err error
-	if callersQueue {
-		tx, rx, err = NewWithQueue[int](newSliceQueue[int](), capacity)
-	} else {
-		tx, rx, err = NewBounded[int](capacity)
-	}
+	tx, rx, err := NewBounded[int](capacity)
 	require.NoError(t, err)
 	defer rx.Close()
 	next := 0

@@ -85,7 +85,7 @@ func TestPaceLengthMeasured(t *testing.T) {
 func TestDrainReturnsWhenProducersStop(t *testing.T) {
 	tx, rx := New[int]()
 	defer rx.Close()
-	q := rx.c.seg
+	q := rx.c.q
 	q.paced = true
 	const burst = 5 // a short run: the Drain catches up, and paces once
 	fromLast := time.Duration(1<<63 - 1)
@@ -134,7 +134,7 @@ func TestPaceBetweenBatches(t *testing.T) {
 	const bursts = 400
 	tx, rx := New[int]()
 	defer rx.Close()
-	q := rx.c.seg
+	q := rx.c.q
 	q.paced = true
 	ask := make(chan int)
 	sent := make(chan struct{}, 1)

@@ -162,7 +162,7 @@ func TestPaceNeedsTwoProcessors(t *testing.T) {
 func TestReceiverUnpaces(t *testing.T) {
 	tx, rx := New[int]()
 	defer rx.Close()
-	q := rx.c.seg
+	q := rx.c.q
 	q.paced = true
 	for i := range 3 {
 		require.NoError(t, tx.Send(i))
@@ -251,7 +251,7 @@ func TestPaceNotWithValuesInSight(t *testing.T) {
 func TestReceiverNoPaceAfterEmpty(t *testing.T) {
 	tx, rx := New[int]()
 	defer rx.Close()
-	q := rx.c.seg
+	q := rx.c.q
 	q.paced = true
 
 	_, err := rx.TryRecv()

@@ -1,80 +1,12 @@
 package channel
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/unipoll/unipoll/internal/polltest"
-	"github.com/unipoll/unipoll/poll"
 )
 
-// sliceQueue is a caller's Queue: a mutex and a slice.
-type sliceQueue[T any] struct {
-	mu   sync.Mutex
-	vals []T
-}
-
-func newSliceQueue[T any]() *sliceQueue[T] { return &sliceQueue[T]{} }
-
-func (q *sliceQueue[T]) Push(v T) {
-	q.mu.Lock()
-	q.vals = append(q.vals, v)
-	q.mu.Unlock()
-}
-
-func (q *sliceQueue[T]) Pop() (T, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var zero T
-	if len(q.vals) == 0 {
-		return zero, false
-	}
-	v := q.vals[0]
-	q.vals[0] = zero
-	q.vals = q.vals[1:]
-	return v, true
-}
-
-func (q *sliceQueue[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.vals)
-}
-
-// A channel over a caller's Queue behaves as one over the built-in queue:
-// values in order through a Poll, disconnection after the last value.
-func TestNewWithQueue(t *testing.T) {
-	for _, capacity := range []int{0, 2} {
-		p := polltest.New(t)
-		q := newSliceQueue[string]()
-		tx, rx, err := NewWithQueue[string](q, capacity)
-		require.NoError(t, err)
-		defer rx.Close()
-		require.Equal(t, capacity, tx.Cap())
-		require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
-		require.NoError(t, tx.Send("a"))
-		require.NoError(t, tx.Send("b"))
-		if capacity > 0 {
-			require.ErrorIs(t, tx.TrySend("c"), ErrFull)
-		}
-		require.Equal(t, 2, rx.Len())
-		waitEvent(t, p, rxTok)
-		got, err := recvAll(t, rx)
-		require.ErrorIs(t, err, ErrEmpty)
-		require.Equal(t, []string{"a", "b"}, got)
-		require.NoError(t, tx.Send("c"))
-		require.NoError(t, tx.Close())
-		waitEvent(t, p, rxTok)
-		got, err = recvAll(t, rx)
-		require.ErrorIs(t, err, ErrDisconnected)
-		require.Equal(t, []string{"c"}, got)
-		require.Equal(t, 0, q.Len())
-	}
-}
-
-// The built-in queue: FIFO across many segments; segments are recycled, so
+// The queue: FIFO across many segments; segments are recycled, so
 // a steady stream with a backlog allocates nothing, and after a burst the
 // queue keeps at most maxFree spare segments.
 func TestSegQueueRecycles(t *testing.T) {

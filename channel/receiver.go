@@ -109,9 +109,7 @@ func (r *Receiver[T]) recvLocked(dst []T, ahead bool) (n, owed int, err error) {
 			// up; but the Receiver stops here, and its next receive (a
 			// TryRecv, or a Drain's first batch, after the next Poll)
 			// must not start with a spin.
-			if r.c.seg != nil {
-				r.c.seg.unpace()
-			}
+			r.c.q.unpace()
 			return 0, 0, ErrEmpty
 		}
 	}
@@ -151,8 +149,8 @@ func (r *Receiver[T]) takeInto(dst []T, pace bool) (n, owed int) {
 	if r.aheadAt == len(r.ahead) {
 		r.ahead, r.aheadAt = r.ahead[:0], 0
 	}
-	if pace && n == 0 && r.c.seg != nil {
-		r.c.seg.pace() // it holds no value, so a spin holds none back
+	if pace && n == 0 {
+		r.c.q.pace() // it holds no value, so a spin holds none back
 	}
 	for n < len(dst) {
 		v, ok := r.c.pop()
@@ -172,11 +170,9 @@ func (r *Receiver[T]) takeInto(dst []T, pace bool) (n, owed int) {
 // (rule D).
 func (r *Receiver[T]) idle() (finished bool) {
 	c := r.c
-	if c.seg != nil {
-		// After the re-check's reload too: the consumer stops, so its
-		// next batch starts without spinning.
-		defer c.seg.unpace()
-	}
+	// After the re-check's reload too: the consumer stops, so its next
+	// batch starts without spinning.
+	defer c.q.unpace()
 	if r.finished() {
 		return true
 	}
@@ -208,7 +204,7 @@ func (r *Receiver[T]) finished() bool {
 		r.ahead = append(r.ahead, v)
 		return false
 	}
-	return c.seg == nil || c.seg.Len() == 0
+	return c.q.Len() == 0
 }
 
 // Drain returns an iterator over the values the Receiver has now: it stops
@@ -245,9 +241,7 @@ func (r *Receiver[T]) Drain() iter.Seq[T] {
 		defer func() {
 			r.mu.Lock()
 			r.draining = false
-			if r.c.seg != nil {
-				r.c.seg.unpace() // the next Drain may come much later
-			}
+			r.c.q.unpace() // the next Drain may come much later
 			r.mu.Unlock()
 		}()
 		var zero T

@@ -335,8 +335,4 @@ func TestZeroAndNil(t *testing.T) {
 		require.Nil(t, r)
 		check(err)
 	}
-	_, _, err := NewWithQueue[int](nil, 0)
-	check(err)
-	_, _, err = NewWithQueue[int](newSliceQueue[int](), -1)
-	check(err)
 }

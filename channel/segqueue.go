@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// segQueue is the default Queue: a multi-producer, single-consumer FIFO of
+// segQueue is the channel's queue: a multi-producer, single-consumer FIFO of
 // segments of segSize slots. A Push is one fetch-and-add on the tail index
 // (a CAS on a bounded channel, see reserveWithin), a store into the slot
 // and an atomic OR into the segment's ready bitmap; it allocates only when
@@ -32,7 +32,8 @@ import (
 //     value. The consumer pops in index order and stops
 //     at the first slot whose bit is clear, so each producer's values come
 //     out in the order it pushed them, and a slot whose producer is slow
-//     holds back the slots after it (Queue's "Push in progress" case).
+//     holds back the slots after it (the "Push in progress" case of the
+//     queue's promise in channel.go).
 //  2. tailSeg, the producers' starting point, moves forward one segment at
 //     a time, by CAS, and only past a segment whose 64 ready bits are all
 //     set. So when a producer reads tailSeg = S after reserving i, every
@@ -173,7 +174,9 @@ func newSegQueue[T any](maxFree int) *segQueue[T] {
 	return q
 }
 
-// Push implements Queue.
+// Push appends v: reserve and publish in one, for tests and benchmarks of
+// the queue alone (a Send reserves and publishes in two steps, see
+// core.take and core.put).
 func (q *segQueue[T]) Push(v T) {
 	seg, k := q.reserve()
 	q.publish(seg, k, v)
@@ -301,7 +304,8 @@ func (q *segQueue[T]) putFree(s *segment[T]) {
 	q.freeMu.Unlock()
 }
 
-// Pop implements Queue. Consumer only.
+// Pop removes and returns the oldest value, or false if it has none to give
+// now (see the queue's promise in channel.go). Consumer only.
 func (q *segQueue[T]) Pop() (T, bool) {
 	var zero T
 	for {

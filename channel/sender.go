@@ -24,8 +24,8 @@ import (
 // interest has it), and its Sends return ErrDisconnected.
 //
 // The zero Sender is not usable: its methods return an error wrapping
-// ErrInvalidArgument (Cap returns 0). Make Senders with New, NewBounded,
-// NewWithQueue or Clone.
+// ErrInvalidArgument (Cap returns 0). Make Senders with New, NewBounded or
+// Clone.
 type Sender[T any] struct {
 	c       *core[T]
 	reg     *poll.Registration
@@ -98,26 +98,17 @@ func (s *Sender[T]) TrySend(v T) error {
 	return s.sendOp(v, false)
 }
 
-// sendOp is Send and TrySend. With the built-in queue a Send holds no
-// operation count: the queue's abort covers a Send that races Close (see
-// Disconnection in channel.go), and a read of the closed bit covers the
-// rest.
+// sendOp is Send and TrySend. A Send holds no operation count: the
+// queue's abort covers a Send that races Close (see Disconnection in
+// channel.go), and a read of the closed bit covers the rest.
 func (s *Sender[T]) sendOp(v T, block bool) error {
 	if s == nil || s.c == nil {
 		return errZeroSender
 	}
-	if s.c.seg != nil {
-		if s.state.Load()&sClosed != 0 {
-			return ErrClosed
-		}
-		return s.send(v, block)
+	if s.state.Load()&sClosed != 0 {
+		return ErrClosed
 	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	err := s.send(v, block)
-	s.leave()
-	return err
+	return s.send(v, block)
 }
 
 func (s *Sender[T]) send(v T, block bool) error {

@@ -18,8 +18,8 @@ import "github.com/unipoll/unipoll/poll"
 //
 // Under Edge a read pass may stop at ErrWouldBlock or at a short read
 // (fewer bytes than the buffer holds), as with a stream socket, except
-// when the event reported Hup: then read on to io.EOF. The pipe re-arms
-// its registration itself at those points (poll.Fd.Rearm), so that the
+// when the event reported Hup: then read on to io.EOF. The pipe ends the
+// pass itself at those points (poll.Fd.Drained), so that the
 // poll(2) backend reports each edge once and loses none. After io.EOF a
 // Level registration reports the pipe on every Poll call: Close it (or
 // Deregister it).
@@ -44,8 +44,8 @@ type PipeReader struct{ e pipeEnd }
 // Readable and Writable too). Close is the child's end of input: its next
 // read returns end of file.
 //
-// Under Edge a write pass may stop at ErrWouldBlock; the pipe re-arms its
-// registration there itself. Other rules are PipeReader's.
+// Under Edge a write pass may stop at ErrWouldBlock; the pipe ends the
+// pass there itself (Drained). Other rules are PipeReader's.
 type PipeWriter struct{ e pipeEnd }
 
 var (
@@ -73,60 +73,60 @@ func (w *PipeWriter) end() *pipeEnd {
 // error; 0 and ErrWouldBlock (unwrapped) when it is empty but a writer
 // remains; 0 and io.EOF once no writer remains. A zero-length b returns 0
 // and nil.
-func (r *PipeReader) Read(b []byte) (int, error) { return r.end().read(b) }
+func (r *PipeReader) Read(b []byte) (int, error) { return readPipe(r.end(), b) }
 
 // Close deregisters the pipe from its Poll, if any, and closes it. A child
 // that writes to it afterwards gets EPIPE (or dies of SIGPIPE, the default
 // for most programs). A second Close returns an error matching ErrClosed.
-func (r *PipeReader) Close() error { return r.end().close() }
+func (r *PipeReader) Close() error { return r.end().Close() }
 
 // Fd returns the descriptor, or -1 if the pipe is closed. Register the
 // PipeReader itself, not poll.Fd(r.Fd()): only a registration made through
-// it is re-armed under Edge and undone by Close.
-func (r *PipeReader) Fd() int { return r.end().sysfd() }
+// it has its passes ended under Edge and is undone by Close.
+func (r *PipeReader) Fd() int { return r.end().Sysfd() }
 
 // String names the pipe: "stdout of pid 1234".
-func (r *PipeReader) String() string { return r.end().String() }
+func (r *PipeReader) String() string { return string(r.end().Name()) }
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (r *PipeReader) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return r.end().register(p, t, interest, opts)
+	return r.end().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (r *PipeReader) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return r.end().reregister(p, t, interest, opts)
+	return r.end().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (r *PipeReader) Deregister(p *poll.Poll) error { return r.end().deregister(p) }
+func (r *PipeReader) Deregister(p *poll.Poll) error { return r.end().Deregister(p) }
 
 // Write writes b, or as much of it as the pipe takes before it is full:
 // then it returns the count and ErrWouldBlock (unwrapped). Write the rest
 // on the next Writable event.
-func (w *PipeWriter) Write(b []byte) (int, error) { return w.end().write(b) }
+func (w *PipeWriter) Write(b []byte) (int, error) { return writePipe(w.end(), b) }
 
 // Close deregisters the pipe from its Poll, if any, and closes it: the
 // child reads end of file once what was written is read. A second Close
 // returns an error matching ErrClosed.
-func (w *PipeWriter) Close() error { return w.end().close() }
+func (w *PipeWriter) Close() error { return w.end().Close() }
 
 // Fd returns the descriptor, or -1 if the pipe is closed (see
 // PipeReader.Fd).
-func (w *PipeWriter) Fd() int { return w.end().sysfd() }
+func (w *PipeWriter) Fd() int { return w.end().Sysfd() }
 
 // String names the pipe: "stdin of pid 1234".
-func (w *PipeWriter) String() string { return w.end().String() }
+func (w *PipeWriter) String() string { return string(w.end().Name()) }
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (w *PipeWriter) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return w.end().register(p, t, interest, opts)
+	return w.end().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (w *PipeWriter) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return w.end().reregister(p, t, interest, opts)
+	return w.end().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (w *PipeWriter) Deregister(p *poll.Poll) error { return w.end().deregister(p) }
+func (w *PipeWriter) Deregister(p *poll.Poll) error { return w.end().Deregister(p) }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/internal/base/fdguard"
 )
 
 // Streams names a command's standard streams, for Start to give pipes.
@@ -42,7 +44,7 @@ func (s *Stdio) Close() error {
 	var errs []error
 	for _, e := range []*pipeEnd{s.Stdin.end(), s.Stdout.end(), s.Stderr.end()} {
 		if e != nil {
-			if err := e.close(); err != nil && !errors.Is(err, ErrClosed) {
+			if err := e.Close(); err != nil && !errors.Is(err, ErrClosed) {
 				errs = append(errs, err)
 			}
 		}
@@ -132,7 +134,8 @@ func Start(cmd *exec.Cmd, streams Streams) (*Stdio, error) {
 	pid := " of pid " + strconv.Itoa(cmd.Process.Pid)
 	for _, e := range []*pipeEnd{s.Stdin.end(), s.Stdout.end(), s.Stderr.end()} {
 		if e != nil {
-			e.name += pid
+			// Named once the pid is known; nothing else has seen the pipe.
+			*e = fdguard.Opened(e.Sysfd(), e.Name()+pipeName(pid))
 		}
 	}
 	return &s, nil
@@ -179,6 +182,6 @@ func openStreamPipe(st Streams, ours *pipeEnd) (theirs *os.File, err error) {
 		_ = unix.Close(w)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	ours.open(our, name)
+	*ours = fdguard.Opened(our, pipeName(name))
 	return os.NewFile(uintptr(their), "|"+name), nil
 }

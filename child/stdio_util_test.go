@@ -61,7 +61,7 @@ func newReader(t testing.TB, p *poll.Poll, r *PipeReader, tok poll.Token, opts p
 
 // onEvent is one event's pass. Edge: read until a short read or
 // ErrWouldBlock, no further (the documented end of a pass: a pipe that
-// forgot to re-arm there loses its next edge on poll(2), and the test
+// forgot to call Drained there loses its next edge on poll(2), and the test
 // hangs). Level: one read (the next Poll reports the rest). Oneshot: read
 // until ErrWouldBlock, then Reregister. At io.EOF the pipe is closed.
 func (rd *reader) onEvent(t testing.TB, p *poll.Poll, ev poll.Ready) {

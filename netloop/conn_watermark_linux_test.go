@@ -58,7 +58,7 @@ func (s *pipeStream) Write(b []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if rerr := poll.Fd(s.w).Rearm(s.p, poll.Writable); rerr != nil {
+			if rerr := poll.Fd(s.w).Drained(s.p, poll.Writable); rerr != nil {
 				return total, rerr
 			}
 			return total, socket.ErrWouldBlock

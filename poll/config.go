@@ -28,7 +28,7 @@ type Config struct {
 	// default: a non-blocking look first, then block), "block" (block at
 	// once) or "park" (look, then park on the Go runtime's netpoller, so
 	// that a waiting Poll holds no thread; experimental). Empty means the
-	// UNIPOLL_WAIT environment variable (EnvWait), or else the default.
+	// UNIPOLL_WAIT environment variable, or else the default.
 	// Other backends ignore it. bench/WAITING.md has the measurements.
 	Wait string
 	// SpinWait is how long a Poll call keeps watching the readiness queue
@@ -54,16 +54,16 @@ const (
 // backend with it (UNIPOLL_BACKEND=epoll, =poll).
 const EnvBackend = sys.EnvBackend
 
-// EnvWait names the environment variable that chooses Config.Wait for
+// envWait names the environment variable that chooses Config.Wait for
 // every Poll whose Config leaves it empty.
-const EnvWait = "UNIPOLL_WAIT"
+const envWait = "UNIPOLL_WAIT"
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Backend == "" {
 		c.Backend = os.Getenv(EnvBackend)
 	}
 	if c.Wait == "" {
-		c.Wait = os.Getenv(EnvWait)
+		c.Wait = os.Getenv(envWait)
 	}
 	if c.WheelTick < 0 {
 		return c, wrapf(ErrInvalidArgument, "config: WheelTick %v is negative", c.WheelTick)

@@ -14,13 +14,13 @@
 //
 //   - The Poll: New, NewWithConfig (Config, EnvBackend); Poll.Poll with an
 //     Events buffer (NewEvents; Event, Events.All); Poll.Close, Closed,
-//     Stats, Backend, EdgeEmulated.
+//     Stats, Backend.
 //   - Registering: Poll.Register, Reregister, Deregister of an Evented,
 //     with a Token (ReservedToken aside; one per source, which a
 //     unipoll_debug build checks: Stats.SharedTokens), an interest
 //     (Readable, Writable, Error, Hup, Priority) and a mode (Edge, Level,
 //     Oneshot).
-//   - Descriptors: Fd, and Fd.Rearm for the rule under Edge.
+//   - Descriptors: Fd, and Fd.Drained for the rule under Edge.
 //   - User-space readiness: NewRegistration; SetReadiness.SetReadiness,
 //     UnsetReadiness, Readiness, DelayReadiness; Registration.Close.
 //   - Deadlines: TimerQueue (NewTimerQueue, Add, Remove, TryRecv), the
@@ -61,8 +61,8 @@
 //
 // Where the kernel lacks a mode, unipoll emulates it, exactly: the poll(2)
 // backend reports an edge once and leaves the condition out of the
-// kernel's view until the caller re-arms it (Fd.Rearm after EAGAIN; the
-// socket package does it itself), and emulates oneshot by disarming the
+// kernel's view until the caller ends the pass (Fd.Drained after EAGAIN;
+// the socket package does it itself), and emulates oneshot by disarming the
 // descriptor in its user-space table. Code that follows the rule given
 // under Edge behaves the same on every backend.
 //

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/base/table"
 	"github.com/unipoll/unipoll/sys"
 )
 
@@ -18,9 +19,9 @@ import (
 // Fd works with any descriptor the backend can watch: sockets, pipes,
 // eventfds, terminals. Regular files are refused by epoll with ErrInvalidFd.
 //
-// Registered with Edge, an Fd cannot see its own EAGAIN: call Rearm after
-// an operation on it returns EAGAIN, as the rule under Edge says, so that
-// an edge is reported once on every backend and none is lost.
+// Registered with Edge, an Fd cannot see its own EAGAIN: call Drained
+// after an operation on it returns EAGAIN, as the rule under Edge says, so
+// that an edge is reported once on every backend and none is lost.
 type Fd int
 
 // Register implements Evented.
@@ -47,28 +48,27 @@ func (fd Fd) Deregister(p *Poll) error {
 	return p.deregisterFd(int(fd))
 }
 
-// Rearm tells p that a pass on fd for the readiness in r (Readable,
+// Drained tells p that a pass on fd for the readiness in r (Readable,
 // Writable or both) has just ended: an operation returned EAGAIN, or a
 // read of a stream was short. Under Edge, portable code calls it then (see
-// Edge): where the kernel triggers edges
-// natively (epoll, kqueue) it does nothing at all, and where the backend
-// emulates them (poll(2)) the reported condition stays out of the kernel's
-// view until it is re-armed, so that an edge is reported once rather than
-// on every Poll. The socket package's types call it themselves.
-// Reregister re-arms everything as well.
-func (fd Fd) Rearm(p *Poll, r Ready) error {
+// Edge): where the kernel triggers edges natively (epoll, kqueue) it does
+// nothing at all, and where the backend emulates them (poll(2)) the
+// reported condition stays out of the kernel's view until the pass ends,
+// so that an edge is reported once rather than on every Poll. The socket
+// package's types call it themselves. Reregister ends every pass as well.
+func (fd Fd) Drained(p *Poll, r Ready) error {
 	if p == nil || p.sel == nil {
 		return errNilPoll
 	}
 	if p.nativeEdge {
 		return nil
 	}
-	return p.rearmFd(int(fd), r)
+	return p.drainedFd(int(fd), r)
 }
 
-func (p *Poll) rearmFd(fd int, r Ready) error {
+func (p *Poll) drainedFd(fd int, r Ready) error {
 	if r == 0 || r&^allReady != 0 {
-		return wrapf(ErrInvalidArgument, "Rearm(%s)", r)
+		return wrapf(ErrInvalidArgument, "Drained(%s)", r)
 	}
 	if err := checkFd(fd); err != nil {
 		return err
@@ -80,19 +80,17 @@ func (p *Poll) rearmFd(fd int, r Ready) error {
 	case errors.Is(err, sys.ErrClosed), p.closed.Load():
 		return ErrClosed
 	case errors.Is(err, unix.ENOENT):
-		return fmt.Errorf("rearm descriptor %d: %w: %w", fd, ErrNotRegistered, err)
+		return fmt.Errorf("drained descriptor %d: %w: %w", fd, ErrNotRegistered, err)
 	}
-	return selectorError("rearm", fd, err)
+	return selectorError("drained", fd, err)
 }
 
 // fdReg is the Poll's record of one registered descriptor.
 type fdReg struct {
-	token      Token
-	gen        uint32 // part of the kernel key; tells stale kernel events apart
-	interest   Ready
-	opts       PollOpt
-	registered bool
-	disarmed   bool // oneshot and already reported; a parked oneshot registration is plain edge in the kernel, so this is what keeps rule 4 for it
+	token    Token
+	interest Ready
+	opts     PollOpt
+	disarmed bool // oneshot and already reported; a parked oneshot registration is plain edge in the kernel, so this is what keeps rule 4 for it
 	// parked: the kernel reported a hang-up or error that the interest
 	// cannot receive. Kernels report those whether asked or not, and they
 	// last, so in the caller's level mode they would wake every Poll
@@ -103,42 +101,27 @@ type fdReg struct {
 	parked bool
 }
 
-// fdTable is indexed by descriptor number: descriptors are small dense
-// integers, so a slice beats a map on the per-event lookup.
+// fdTable is the table (internal/base/table) of registered descriptors,
+// indexed by descriptor number: descriptors are small dense integers, so
+// an index beats a map on the per-event lookup. A registration's Handle
+// (descriptor, generation) is its kernel key, so a kernel event harvested
+// for an earlier registration of the same number is told apart as stale.
 type fdTable struct {
-	regs []fdReg
-	gen  uint32
+	tab table.Table[fdReg]
 	// live counts the registered descriptors. Written with regMu held,
 	// read without it by selectInto: a Poll that has none to ask about
 	// need not ask the kernel when it will not block.
 	live atomic.Int32
 }
 
-func (t *fdTable) get(fd int) *fdReg {
-	if fd < len(t.regs) {
-		return &t.regs[fd]
-	}
-	return nil
-}
-
-func (t *fdTable) grow(fd int) *fdReg {
-	if fd >= len(t.regs) {
-		n := max(2*len(t.regs), fd+1, 64)
-		regs := make([]fdReg, n)
-		copy(regs, t.regs)
-		t.regs = regs
-	}
-	return &t.regs[fd]
-}
-
 func (t *fdTable) reset() {
-	t.regs = nil
+	t.tab.Reset()
 	t.live.Store(0)
 }
 
 // fdKey is what the kernel stores for a descriptor: its number and the
 // generation of its registration.
-func fdKey(fd int, gen uint32) uint64 { return uint64(uint32(fd)) | uint64(gen)<<32 }
+func fdKey(h table.Handle) uint64 { return h.Pack() }
 
 // maxFd keeps descriptor numbers in the low 31 bits of a key, clear of the
 // selectors' own reserved keys.
@@ -173,18 +156,18 @@ func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
 	if p.closed.Load() {
 		return ErrClosed
 	}
-	if r := p.fds.get(fd); r != nil && r.registered {
+	h, r, err := p.fds.tab.Take(uint32(fd)) // checkFd keeps fd below table.MaxLen
+	if err != nil {
 		return wrapf(ErrAlreadyRegistered, "descriptor %d", fd)
 	}
-	p.fds.gen++
-	gen := p.fds.gen
-	if err := p.sel.Add(fd, fdKey(fd, gen), uint32(interest), sysMode(opts)); err != nil {
+	if err := p.sel.Add(fd, fdKey(h), uint32(interest), sysMode(opts)); err != nil {
+		p.fds.tab.Free(h)
 		if errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("descriptor %d: %w: %w", fd, ErrAlreadyRegistered, err)
 		}
 		return selectorError("register", fd, err)
 	}
-	*p.fds.grow(fd) = fdReg{token: t, gen: gen, interest: interest, opts: opts, registered: true}
+	*r = fdReg{token: t, interest: interest, opts: opts}
 	p.fds.live.Add(1)
 	p.tokenRegistered(tokenSource{fd: fd}, t)
 	return nil
@@ -203,8 +186,8 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 	if p.closed.Load() {
 		return ErrClosed
 	}
-	r := p.fds.get(fd)
-	if r == nil || !r.registered {
+	h, r, ok := p.fds.tab.Current(uint32(fd))
+	if !ok {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
 	// A new generation, so that a kernel event harvested under the old
@@ -213,13 +196,15 @@ func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error
 	// interest adds, so the event could be incomplete (Readable alone where
 	// Readable|Writable is ready). Nothing is lost: every backend's Modify
 	// looks at the descriptor afresh and reports what is ready under the
-	// new interest.
-	p.fds.gen++
-	gen := p.fds.gen
-	if err := p.sel.Modify(fd, fdKey(fd, gen), uint32(interest), sysMode(opts)); err != nil {
+	// new interest. The table stamps the generation only once the kernel
+	// has the new key, so a Modify that fails leaves the registration as
+	// it was.
+	next := table.Handle{Idx: h.Idx, Gen: p.fds.tab.NextGen()}
+	if err := p.sel.Modify(fd, fdKey(next), uint32(interest), sysMode(opts)); err != nil {
 		return selectorError("reregister", fd, err)
 	}
-	r.token, r.gen, r.interest, r.opts, r.disarmed, r.parked = t, gen, interest, opts, false, false
+	p.fds.tab.Renew(h)
+	*r = fdReg{token: t, interest: interest, opts: opts}
 	p.tokenRegistered(tokenSource{fd: fd}, t)
 	return nil
 }
@@ -233,11 +218,12 @@ func (p *Poll) deregisterFd(fd int) error {
 	if p.closed.Load() {
 		return ErrClosed
 	}
-	r := p.fds.get(fd)
-	if r == nil || !r.registered {
+	h, r, ok := p.fds.tab.Current(uint32(fd))
+	if !ok {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)
 	}
-	*r = fdReg{gen: r.gen}
+	*r = fdReg{}
+	p.fds.tab.Free(h)
 	p.fds.live.Add(-1)
 	p.tokenDeregistered(tokenSource{fd: fd})
 	// A descriptor closed before Deregister has already left the kernel's
@@ -251,12 +237,12 @@ func (p *Poll) deregisterFd(fd int) error {
 // deliverFd turns a kernel event into a user event, or drops it as stale,
 // filtered or already reported. Called by Poll with regMu held.
 func (p *Poll) deliverFd(key uint64, kernel Ready, ev *Events) {
-	fd := int(uint32(key))
-	r := p.fds.get(fd)
-	if r == nil || !r.registered || r.gen != uint32(key>>32) {
+	r, ok := p.fds.tab.Lookup(table.Unpack(key))
+	if !ok {
 		p.stats.stale.Add(1)
 		return
 	}
+	fd := int(uint32(key))
 	if r.disarmed {
 		return
 	}

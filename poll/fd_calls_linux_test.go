@@ -18,7 +18,7 @@ import (
 // Concurrent Poll callers are serialised: two goroutines polling one Poll
 // with small buffers, while level-triggered descriptors stay ready all the
 // time, between them see every edge and oneshot event of a round exactly
-// once (edge sources are drained and re-armed after each round), and nothing is
+// once (edge sources are drained, and told so, after each round), and nothing is
 // reported twice in one call. Unserialised callers would share the Poll's
 // kernel buffer and bookkeeping, which the race detector and the counts
 // catch.
@@ -119,7 +119,7 @@ func TestFdConcurrentPollers(t *testing.T) {
 				}
 				require.Equal(t, 1, counts[s.tok], "round %d: token %d (%v) counts %v", round, s.tok, s.opts, counts)
 				drain(t, s.r)
-				require.NoError(t, Fd(s.r).Rearm(p, Readable))
+				require.NoError(t, Fd(s.r).Drained(p, Readable))
 				if s.opts.IsOneshot() {
 					require.NoError(t, p.Reregister(Fd(s.r), s.tok, Readable, s.opts))
 				}

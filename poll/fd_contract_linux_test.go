@@ -52,7 +52,7 @@ func TestFdRule1OneEventPerToken(t *testing.T) {
 
 // Rule 2: edge. One notification when the descriptor becomes ready, none
 // after that while nothing new arrives, none once it is drained (or
-// filled) and re-armed as the rule under Edge says, and a new one when it
+// filled) and the pass ended as the rule under Edge says, and a new one when it
 // becomes ready again. The same on every backend: poll(2) emulates edge
 // exactly.
 func TestFdRule2Edge(t *testing.T) {
@@ -69,7 +69,7 @@ func TestFdRule2Edge(t *testing.T) {
 				return
 			}
 			kf.unfire(t)
-			require.NoError(t, Fd(kf.fd).Rearm(p, k.interest))
+			require.NoError(t, Fd(kf.fd).Drained(p, k.interest))
 			requireNoEvents(t, p, ev)
 
 			kf.fire(t)
@@ -83,7 +83,7 @@ func TestFdRule2Edge(t *testing.T) {
 // the kernel triggers edges, each arrival is a new edge, so it is not lost
 // behind the first one. Where edge is emulated, a caller that has not yet
 // read to EAGAIN is still in its read pass and hears nothing new until it
-// re-arms; then what is there is reported at once. Either way nothing is
+// calls Drained; then what is there is reported at once. Either way nothing is
 // lost for a caller who follows the rule.
 func TestFdRule2EdgeNewDataWhileReadable(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
@@ -93,17 +93,17 @@ func TestFdRule2EdgeNewDataWhileReadable(t *testing.T) {
 		require.NoError(t, p.Register(Fd(a), 1, Readable, Edge))
 		for i := range 5 {
 			writeFd(t, b, []byte("x"))
-			if i == 0 || !p.EdgeEmulated() {
+			if i == 0 || !p.edgeEmulated() {
 				requireEvent(t, p, ev, 1, Readable)
 			}
 			requireNoEvents(t, p, ev)
 		}
-		require.NoError(t, Fd(a).Rearm(p, Readable))
-		if p.EdgeEmulated() {
+		require.NoError(t, Fd(a).Drained(p, Readable))
+		if p.edgeEmulated() {
 			requireEvent(t, p, ev, 1, Readable) // still unread
 		}
 		require.Equal(t, 5, drain(t, a))
-		require.NoError(t, Fd(a).Rearm(p, Readable))
+		require.NoError(t, Fd(a).Drained(p, Readable))
 		requireNoEvents(t, p, ev)
 	})
 }

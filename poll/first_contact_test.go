@@ -31,7 +31,7 @@ func TestNilAndZeroPoll(t *testing.T) {
 				"Fd.Register":            func() error { return Fd(a).Register(p, 1, Readable, Edge) },
 				"Fd.Reregister":          func() error { return Fd(a).Reregister(p, 1, Readable, Edge) },
 				"Fd.Deregister":          func() error { return Fd(a).Deregister(p) },
-				"Fd.Rearm":               func() error { return Fd(a).Rearm(p, Readable) },
+				"Fd.Drained":             func() error { return Fd(a).Drained(p, Readable) },
 				"Register(Registration)": func() error { return p.Register(reg, 1, Readable, Edge) },
 				"Registration.Register":  func() error { return reg.Register(p, 1, Readable, Edge) },
 				"Registration.Reregister": func() error {
@@ -52,7 +52,7 @@ func TestNilAndZeroPoll(t *testing.T) {
 				require.Equal(t, Stats{}, p.Stats())
 				require.Empty(t, p.Backend())
 				require.True(t, p.Closed())
-				require.False(t, p.EdgeEmulated())
+				require.False(t, p.edgeEmulated())
 			})
 			// The Registration is free: it registers with a real Poll.
 			q, err := New()
@@ -154,23 +154,23 @@ func TestWheelHugeDelayDoesNotSpin(t *testing.T) {
 	})
 }
 
-// An error in Rearm names what is wrong.
-func TestFdRearmErrors(t *testing.T) {
+// An error in Drained names what is wrong.
+func TestFdDrainedErrors(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
 		p := newPoll(t)
 		a, _ := socketPair(t)
-		if !p.EdgeEmulated() {
+		if !p.edgeEmulated() {
 			// Free where edges are native: it looks at nothing.
-			require.NoError(t, Fd(a).Rearm(p, Readable))
+			require.NoError(t, Fd(a).Drained(p, Readable))
 			return
 		}
-		require.ErrorIs(t, Fd(a).Rearm(p, Readable), ErrNotRegistered)
-		require.ErrorIs(t, Fd(-1).Rearm(p, Readable), ErrInvalidFd)
+		require.ErrorIs(t, Fd(a).Drained(p, Readable), ErrNotRegistered)
+		require.ErrorIs(t, Fd(-1).Drained(p, Readable), ErrInvalidFd)
 		require.NoError(t, p.Register(Fd(a), 1, Readable, Edge))
-		require.ErrorIs(t, Fd(a).Rearm(p, 0), ErrInvalidArgument)
-		require.NoError(t, Fd(a).Rearm(p, Readable|Writable))
+		require.ErrorIs(t, Fd(a).Drained(p, 0), ErrInvalidArgument)
+		require.NoError(t, Fd(a).Drained(p, Readable|Writable))
 		require.NoError(t, p.Close())
-		err := Fd(a).Rearm(p, Readable)
+		err := Fd(a).Drained(p, Readable)
 		require.ErrorIs(t, err, ErrClosed)
 		require.False(t, errors.Is(err, unix.EBADF))
 	})

@@ -25,60 +25,19 @@ package poll
 // node is set again before the next pass.)
 const heldIdleScans = 8
 
-// nodeRing is a FIFO of nodes, grown by doubling. Consumer only.
-type nodeRing struct {
-	buf  []*regNode
-	head int
-	n    int
-}
-
-func (r *nodeRing) len() int { return r.n }
-
-func (r *nodeRing) push(n *regNode) {
-	if r.n == len(r.buf) {
-		r.grow()
-	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = n
-	r.n++
-}
-
-func (r *nodeRing) pop() *regNode {
-	if debugChecks && r.n == 0 {
-		corrupted("pop from an empty held ring")
-	}
-	n := r.buf[r.head]
-	r.buf[r.head] = nil // let the GC have nodes that are dropped
-	r.head = (r.head + 1) & (len(r.buf) - 1)
-	r.n--
-	return n
-}
-
-func (r *nodeRing) grow() {
-	size := 2 * len(r.buf)
-	if size == 0 {
-		size = 64
-	}
-	buf := make([]*regNode, size)
-	for i := range r.n {
-		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-	}
-	r.buf, r.head = buf, 0
-}
-
-// reset forgets every node (Poll.Close).
-func (r *nodeRing) reset() { *r = nodeRing{} }
-
 // heldKeep is the largest ring kept while it is empty: a burst that once
 // held many nodes does not pin its memory for the Poll's lifetime. (A Poll
 // that never blocks never trims; its ring stays the size of its largest
 // burst of linked Registrations.)
 const heldKeep = 1024
 
-// trim drops the ring's buffer if it is empty and larger than heldKeep.
-func (r *nodeRing) trim() {
-	if r.n == 0 && len(r.buf) > heldKeep {
-		*r = nodeRing{}
+// popHeld takes the oldest held node; the caller knows there is one.
+func (p *Poll) popHeld() *regNode {
+	n, ok := p.held.Pop()
+	if debugChecks && !ok {
+		corrupted("pop from an empty held ring")
 	}
+	return n
 }
 
 // visit looks at a held node in this pass of the consumer: it reports it
@@ -143,15 +102,15 @@ func (p *Poll) visit(n *regNode, ev *Events) (keep bool) {
 // which case the consumer must not block (the node is reported by the
 // drain that follows the select).
 func (p *Poll) releaseHeld() (ready bool) {
-	for k := p.held.len(); k > 0; k-- {
-		n := p.held.pop()
+	for k := p.held.Len(); k > 0; k-- {
+		n := p.popHeld()
 		for {
 			old := n.state.Load()
 			if debugChecks {
 				checkHeld(old)
 			}
 			if stDeliverable(old) {
-				p.held.push(n)
+				p.held.Push(n)
 				ready = true
 				break
 			}
@@ -161,6 +120,6 @@ func (p *Poll) releaseHeld() (ready bool) {
 			}
 		}
 	}
-	p.held.trim()
+	p.held.Trim(heldKeep)
 	return ready
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unipoll/unipoll/internal/base/ring"
 	"github.com/unipoll/unipoll/sys"
 )
 
@@ -35,15 +36,15 @@ type Poll struct {
 	// Lock order: pollMu, then regMu, then a Registration's mu, then the
 	// wheel's mu or tokens' mu.
 	sel        sys.Selector
-	nativeEdge bool // sel.Traits().NativeEdge, read on every Fd.Rearm
+	nativeEdge bool // sel.Traits().NativeEdge, read on every Fd.Drained
 	closed     atomic.Bool
 
 	pollMu    sync.Mutex
-	sysBuf    []sysEvent // consumer
-	held      nodeRing   // consumer: linked Registrations it holds (held.go)
-	epoch     uint64     // consumer: number of the current pass
-	userFirst bool       // consumer: which kind of source goes first
-	spinNext  bool       // consumer: the last call reported Registration events, so the next spins before it blocks
+	sysBuf    []sysEvent          // consumer
+	held      ring.Ring[*regNode] // consumer: linked Registrations it holds (held.go)
+	epoch     uint64              // consumer: number of the current pass
+	userFirst bool                // consumer: which kind of source goes first
+	spinNext  bool                // consumer: the last call reported Registration events, so the next spins before it blocks
 	spinWait  time.Duration
 
 	regMu sync.Mutex
@@ -99,11 +100,11 @@ func (p *Poll) Backend() string {
 	return p.sel.Name()
 }
 
-// EdgeEmulated reports whether this Poll's backend emulates edge
+// edgeEmulated reports whether this Poll's backend emulates edge
 // triggering for descriptors (poll(2)) instead of the kernel doing it
 // (epoll, kqueue). Code that follows the rule given under Edge works the
-// same either way; this is for tests and diagnostics.
-func (p *Poll) EdgeEmulated() bool { return p != nil && p.sel != nil && !p.nativeEdge }
+// same either way; this is for tests.
+func (p *Poll) edgeEmulated() bool { return p != nil && p.sel != nil && !p.nativeEdge }
 
 // Register adds e to the Poll under token t, to be reported when it becomes
 // ready for any kind in interest, in the trigger mode opts.
@@ -174,7 +175,7 @@ func (p *Poll) Close() error {
 		p.tokens.reset()
 	}
 	p.wheel.close()
-	p.held.reset()
+	p.held.Reset()
 	return p.sel.Close()
 }
 

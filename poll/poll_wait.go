@@ -135,7 +135,7 @@ func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wake
 		timeout, shortened = p.wheel.sleepTimeout(timeout)
 		if timeout != 0 && p.queue.prepareSleep() {
 			w.slept = true
-			if debugChecks && p.held.len() != 0 {
+			if debugChecks && p.held.Len() != 0 {
 				corrupted("the consumer blocks holding nodes (invariant 4)")
 			}
 		} else {
@@ -220,13 +220,13 @@ func (p *Poll) drainQueue(ev *Events) (midLink bool) {
 			checkHeld(n.state.Load())
 		}
 		n.idle = 0
-		p.held.push(n)
+		p.held.Push(n)
 	}
 	before := ev.Len()
-	for k := p.held.len(); k > 0 && !ev.full(); k-- {
-		n := p.held.pop()
+	for k := p.held.Len(); k > 0 && !ev.full(); k-- {
+		n := p.popHeld()
 		if p.visit(n, ev) {
-			p.held.push(n)
+			p.held.Push(n)
 		}
 	}
 	if d := ev.Len() - before; d > 0 {

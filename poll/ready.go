@@ -112,14 +112,14 @@ const (
 	// which means the socket was drained at that moment (unless the event
 	// reported Hup: the peer's end of stream is already there and makes
 	// no new edge, so read on to EOF). After an EAGAIN or short read on a
-	// raw Fd, call Fd.Rearm; the socket package's types do that
+	// raw Fd, call Fd.Drained; the socket package's types do that
 	// themselves. Where the kernel triggers edges natively (epoll, kqueue)
-	// Rearm costs nothing; where the backend emulates them (poll(2), see
-	// Poll.EdgeEmulated) a reported condition stays out of the kernel's
-	// view until it is re-armed (or the source is reregistered), so it is
+	// Drained costs nothing; where the backend emulates them (poll(2)) a
+	// reported condition stays out of the kernel's view until the pass
+	// ends (or the source is reregistered), so it is
 	// reported once rather than on every Poll, and nothing is lost by a
 	// caller who follows the rule. A caller that stops a pass early (for
-	// back-pressure, say) resumes it later and re-arms when it ends.
+	// back-pressure, say) resumes it later and calls Drained when it ends.
 	//
 	// An event carries the kinds that made the edge; under emulation (and
 	// on kqueue, whose read and write filters trigger separately) it may

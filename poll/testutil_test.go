@@ -134,7 +134,7 @@ func requireQueueEmpty(t testing.TB, p *Poll) {
 	q := &p.queue
 	require.True(t, q.tail == &q.stub && q.head.Load() == &q.stub && q.stub.next.Load() == nil,
 		"readiness queue still holds nodes")
-	require.Zero(t, p.held.len(), "held list not empty")
+	require.Zero(t, p.held.Len(), "held list not empty")
 	require.Zero(t, p.wheel.Pending(), "timing wheel not empty")
 	require.NoError(t, p.wheel.Check(), "timing wheel")
 	p.wheel.Lock()

@@ -116,7 +116,7 @@ func noLostWakeup(t *rapid.T, be string) {
 					}
 				} else if n, _, _, err := readAll(s.a); err != nil || n == 0 {
 					fails.add("%s: event but drain read %d, %v", s.label, n, err)
-				} else if err := poll.Fd(s.a).Rearm(p, poll.Readable); err != nil {
+				} else if err := poll.Fd(s.a).Drained(p, poll.Readable); err != nil {
 					fails.add("Rearm %s after EAGAIN: %v", s.label, err)
 				}
 				if s.opts.IsOneshot() {

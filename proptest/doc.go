@@ -27,8 +27,8 @@
 // starves the other (rule 11).
 // The model asks the selector how it meets the contract (sys.Traits)
 // rather than knowing backends by name. Where edge is emulated (poll(2)),
-// a reported condition is quiet until the caller re-arms it (Fd.Rearm
-// after a read that ended its pass); the model re-arms as the rule under
+// a reported condition is quiet until the caller ends the pass
+// (Fd.Drained after a read that ended it); the model re-arms as the rule under
 // poll.Edge says and does not owe an edge for a quiet condition. A
 // descriptor whose only readiness is a lasting hang-up or error may rest
 // out of the kernel's view for up to the selector's RestLatency; a new

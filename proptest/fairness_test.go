@@ -87,8 +87,8 @@ func fairness(t *rapid.T, be string) {
 					// (here without reading first: the data is unread,
 					// so an emulated edge reports it again at once).
 					_, _ = unix.Write(s.peer, []byte("x"))
-					if err := poll.Fd(s.fd).Rearm(p, poll.Readable); err != nil {
-						t.Fatalf("Rearm: %v", err)
+					if err := poll.Fd(s.fd).Drained(p, poll.Readable); err != nil {
+						t.Fatalf("Drained: %v", err)
 					}
 				}
 			}

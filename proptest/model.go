@@ -139,10 +139,10 @@ type backend struct {
 	name string
 	// edgeEmulated: the selector emulates edge triggering (poll(2)). A
 	// condition an event reported is quiet (src.quiet) until the caller
-	// re-arms it with Fd.Rearm after EAGAIN, or reregisters: an arrival
+	// ends the pass with Fd.Drained after EAGAIN, or reregisters: an arrival
 	// while it is quiet is no new edge there, and is reported once the
-	// caller re-arms. Natively every arrival is an edge and Rearm does
-	// nothing.
+	// caller ends the pass. Natively every arrival is an edge and Drained
+	// does nothing.
 	edgeEmulated bool
 	// lastingLatency: a descriptor whose only readiness is a lasting
 	// hang-up or error already reported (or outside its interest) may be

@@ -161,9 +161,9 @@ func fdQuieted(k kflags, interest, quiet poll.Ready) poll.Ready {
 // drained at that moment): it re-arms Readable, which ends its quiet.
 func (w *world) rearm(t *rapid.T, s *src, fd int) {
 	if s.registered && !w.closed {
-		err := poll.Fd(fd).Rearm(w.p, poll.Readable)
-		w.logf("%s: Rearm(Readable) = %v", s.label, err)
-		w.expectErr(t, "Rearm", err, nil)
+		err := poll.Fd(fd).Drained(w.p, poll.Readable)
+		w.logf("%s: Drained(Readable) = %v", s.label, err)
+		w.expectErr(t, "Drained", err, nil)
 	}
 	if s.quiet&poll.Readable != 0 && s.armedNow() {
 		// Re-armed while still readable (EOF after a short read): an

@@ -144,8 +144,8 @@ func sigRaise(t *rapid.T, w *world, s *src) {
 
 func sigNext(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*sigImpl)
-	got, ok := im.w.Next()
-	w.logf("%s.Next() = %v, %v", s.label, got, ok)
+	got, ok := im.w.TryRecv()
+	w.logf("%s.TryRecv() = %v, %v", s.label, got, ok)
 	if im.rd() == 0 {
 		if ok {
 			w.fatalf(t, "Next returned %v, but nothing is pending", got)
@@ -189,7 +189,7 @@ func sigClose(t *rapid.T, w *world, s *src) {
 	s.gone = true
 	w.expectErr(t, "second Close", im.w.Close(), signal.ErrClosed)
 	w.expectErr(t, "Register after Close", w.p.Register(im.w, w.drawToken(t, "token"), poll.Readable, poll.Level), poll.ErrClosed)
-	if sig, ok := im.w.Next(); ok {
+	if sig, ok := im.w.TryRecv(); ok {
 		w.fatalf(t, "Next after Close returned %v", sig)
 	}
 }

@@ -270,8 +270,8 @@ func wakeSources(t *rapid.T, be string) {
 					}
 				} else if n, _, _, err := readAll(s.a); err != nil || n == 0 {
 					fail("%s: event but the drain read %d, %v", s.label, n, err)
-				} else if err := poll.Fd(s.a).Rearm(p, poll.Readable); err != nil {
-					fail("Rearm %s after EAGAIN: %v", s.label, err)
+				} else if err := poll.Fd(s.a).Drained(p, poll.Readable); err != nil {
+					fail("Drained %s after EAGAIN: %v", s.label, err)
 				}
 				if s.opts.IsOneshot() {
 					if err := p.Reregister(s.evented(), e.Token, poll.Readable, s.opts); err != nil {

@@ -48,7 +48,7 @@ func BenchmarkSignalLatency(b *testing.B) {
 			b.Fatalf("Poll = %d, %v", n, err)
 		}
 		lat[0] = append(lat[0], time.Since(t0))
-		if _, ok := w.Next(); !ok {
+		if _, ok := w.TryRecv(); !ok {
 			b.Fatal("no signal after the event")
 		}
 

@@ -18,7 +18,7 @@
 //   - New makes a Watcher for some signals; Close stops it, and gives a
 //     signal nobody watches any more its default action back.
 //   - Watcher.Register, Reregister, Deregister: poll.Evented.
-//   - Watcher.Next takes one pending signal; Watcher.Drain takes them all,
+//   - Watcher.TryRecv takes one pending signal; Watcher.Drain takes them all,
 //     with their counts; Watcher.Pending counts what is waiting.
 //   - Watcher.Signals lists what it watches.
 //   - Errors: ErrUncatchable (SIGKILL, SIGSTOP), ErrInvalidArgument (no
@@ -33,7 +33,7 @@
 //		p.Poll(events, -1)
 //		for ev := range events.All() {
 //			if ev.Token == sigToken {
-//				for sig, ok := w.Next(); ok; sig, ok = w.Next() {
+//				for sig, ok := w.TryRecv(); ok; sig, ok = w.TryRecv() {
 //					handle(sig)
 //				}
 //			}

@@ -38,7 +38,7 @@ func Example() {
 	}
 	for ev := range events.All() {
 		fmt.Println("event for token", ev.Token, ev.Ready)
-		for sig, ok := w.Next(); ok; sig, ok = w.Next() {
+		for sig, ok := w.TryRecv(); ok; sig, ok = w.TryRecv() {
 			fmt.Println("signal:", sig)
 		}
 	}

@@ -50,8 +50,8 @@ func helperDefaultRestored() error {
 	if n, err := p.Poll(ev, 5*time.Second); err != nil || n != 1 {
 		return fmt.Errorf("no event for SIGTERM (%d, %v)", n, err)
 	}
-	if sig, ok := w.Next(); !ok || sig != syscall.SIGTERM {
-		return fmt.Errorf("Next = %v, %v", sig, ok)
+	if sig, ok := w.TryRecv(); !ok || sig != syscall.SIGTERM {
+		return fmt.Errorf("TryRecv = %v, %v", sig, ok)
 	}
 	fmt.Println("caught")
 	if err := w.Close(); err != nil {

@@ -20,14 +20,14 @@ import (
 // under the Watcher's mutex, so that whoever holds it sees them agree:
 //
 //	A. R is set exactly when some count is not zero, at every moment the
-//	   mutex is free. Pending, Next and Drain take the mutex, so a count
+//	   mutex is free. Pending, TryRecv and Drain take the mutex, so a count
 //	   they see has had its R set (the state machine of proptest relies on
 //	   it: a delivery seen in Pending is one a Poll call must report).
 //	D. A delivery (on the relay's goroutine, sigrelay R2) adds one to the
 //	   signal's count and sets R. Every delivery sets R, so in edge mode
 //	   every delivery is a new edge (poll: "each call that sets a bit of the
 //	   interest is a new edge"), also while signals are pending.
-//	C. The consumer (Next, Drain) takes a count and sets it to zero; when
+//	C. The consumer (TryRecv, Drain) takes a count and sets it to zero; when
 //	   it takes the last non-zero count, it clears R.
 //	B. Memory is bounded: a count is a number, whatever the rate of
 //	   signals, and the relay keeps at most one delivery queued per signal
@@ -41,10 +41,10 @@ import (
 
 // Watcher delivers signals through a Poll. It is a poll.Evented: registered
 // with Readable interest, it is reported while signals it watches have
-// arrived and not been taken with Next or Drain:
+// arrived and not been taken with TryRecv or Drain:
 //
 //   - Level: on every Poll call while a signal is pending.
-//   - Edge: once for each delivery; a consumer takes signals until Next
+//   - Edge: once for each delivery; a consumer takes signals until TryRecv
 //     returns false before it polls again.
 //   - Oneshot: once, then disarmed until Reregister.
 //
@@ -60,7 +60,7 @@ import (
 // goroutine per watched signal serves them all.
 //
 // The zero Watcher is not usable: its methods return an error wrapping
-// ErrInvalidArgument (Next reports nothing, Pending returns 0).
+// ErrInvalidArgument (TryRecv reports nothing, Pending returns 0).
 type Watcher struct{ s *state }
 
 // state is what the relay holds; it is the sigrelay.Subscriber, so that
@@ -155,12 +155,12 @@ func (w *Watcher) state() (*state, error) {
 	return w.s, nil
 }
 
-// Next returns a signal that has arrived since it was last returned, and
+// TryRecv returns a signal that has arrived since it was last returned, and
 // true; or nil and false if none is pending. A signal delivered several
 // times since then is returned once (Drain gives the count). When several
-// signals are pending, Next returns them in turn, so that a storm of one
+// signals are pending, TryRecv returns them in turn, so that a storm of one
 // signal cannot hide another.
-func (w *Watcher) Next() (os.Signal, bool) {
+func (w *Watcher) TryRecv() (os.Signal, bool) {
 	s, err := w.state()
 	if err != nil {
 		return nil, false
@@ -177,7 +177,7 @@ func (w *Watcher) Next() (os.Signal, bool) {
 // Drain returns an iterator over the signals pending now, each with the
 // number of deliveries this Watcher saw since it was last taken. It visits
 // each watched signal once per call, so it ends even during a storm; a
-// signal that arrives during the loop may be left for the next Next or
+// signal that arrives during the loop may be left for the next TryRecv or
 // Drain (and its event). If the loop stops early, the signals it has not
 // reached stay pending.
 func (w *Watcher) Drain() iter.Seq2[os.Signal, uint64] {
@@ -235,7 +235,7 @@ func (s *state) takeAt(i int) uint64 {
 }
 
 // Pending returns the number of deliveries counted and not yet taken by
-// Next or Drain, over every signal the Watcher watches. 0 for a zero or
+// TryRecv or Drain, over every signal the Watcher watches. 0 for a zero or
 // closed Watcher.
 func (w *Watcher) Pending() uint64 {
 	s, err := w.state()

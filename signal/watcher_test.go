@@ -16,7 +16,7 @@ import (
 	"github.com/unipoll/unipoll/poll"
 )
 
-// A signal sent to the process reaches the Watcher's Poll, Next returns it
+// A signal sent to the process reaches the Watcher's Poll, TryRecv returns it
 // once, and the Watcher is quiet afterwards.
 func TestSignalToSelf(t *testing.T) {
 	for _, opts := range []poll.PollOpt{poll.Edge, poll.Level, poll.Oneshot} {
@@ -32,11 +32,11 @@ func TestSignalToSelf(t *testing.T) {
 				// Level: reported again while the signal is pending.
 				require.Contains(t, pollOnce(t, p, 0), poll.Token(1))
 			}
-			sig, ok := w.Next()
+			sig, ok := w.TryRecv()
 			require.True(t, ok)
 			require.Equal(t, syscall.SIGUSR1, sig)
-			sig, ok = w.Next()
-			require.False(t, ok, "Next returned %v a second time", sig)
+			sig, ok = w.TryRecv()
+			require.False(t, ok, "TryRecv returned %v a second time", sig)
 			expectNoEvent(t, p, 1)
 			require.Zero(t, w.Pending())
 		})
@@ -87,7 +87,7 @@ func TestRegisterWhilePending(t *testing.T) {
 	expectNoEvent(t, p, 8)
 }
 
-// Several signals: Next returns each pending one in turn, so a signal that
+// Several signals: TryRecv returns each pending one in turn, so a signal that
 // keeps arriving cannot hide another.
 func TestNextTakesTurns(t *testing.T) {
 	w := newWatcher(t, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGUSR1)
@@ -95,18 +95,18 @@ func TestNextTakesTurns(t *testing.T) {
 	raise(t, syscall.SIGUSR1)
 	raise(t, syscall.SIGUSR2)
 	testsupport.WaitFor(t, "two deliveries", func() bool { return w.Pending() == 2 })
-	first, ok := w.Next()
+	first, ok := w.TryRecv()
 	require.True(t, ok)
 	// The first signal arrives again before the second is taken.
 	raise(t, first.(syscall.Signal))
 	testsupport.WaitFor(t, "third delivery", func() bool { return w.Pending() == 2 })
-	second, ok := w.Next()
+	second, ok := w.TryRecv()
 	require.True(t, ok)
-	require.NotEqual(t, first, second, "Next returned %v twice while %s waited", first, "another signal")
-	third, ok := w.Next()
+	require.NotEqual(t, first, second, "TryRecv returned %v twice while %s waited", first, "another signal")
+	third, ok := w.TryRecv()
 	require.True(t, ok)
 	require.Equal(t, first, third)
-	_, ok = w.Next()
+	_, ok = w.TryRecv()
 	require.False(t, ok)
 }
 
@@ -150,10 +150,10 @@ func TestCloseOneKeepsOther(t *testing.T) {
 	require.Contains(t, got, poll.Token(2))
 	raise(t, syscall.SIGUSR2)
 	testsupport.WaitFor(t, "second delivery", func() bool { return b.Pending() == 2 })
-	_, ok := a.Next()
+	_, ok := a.TryRecv()
 	require.False(t, ok)
 	require.Zero(t, a.Pending())
-	sig, ok := b.Next()
+	sig, ok := b.TryRecv()
 	require.True(t, ok)
 	require.Equal(t, syscall.SIGUSR2, sig)
 	require.NoError(t, b.Close())
@@ -189,7 +189,7 @@ func TestBadInput(t *testing.T) {
 		require.ErrorIs(t, p.Register(w, 1, poll.Readable, poll.Edge), ErrInvalidArgument)
 		require.ErrorIs(t, w.Reregister(p, 1, poll.Readable, poll.Edge), ErrInvalidArgument)
 		require.ErrorIs(t, w.Deregister(p), ErrInvalidArgument)
-		_, ok := w.Next()
+		_, ok := w.TryRecv()
 		require.False(t, ok)
 		require.Zero(t, w.Pending())
 		require.Nil(t, w.Signals())
@@ -211,7 +211,7 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, w.Close(), ErrClosed)
 	require.ErrorIs(t, p.Register(w, 3, poll.Readable, poll.Edge), ErrClosed)
 	require.ErrorIs(t, p.Deregister(w), ErrClosed)
-	_, ok := w.Next()
+	_, ok := w.TryRecv()
 	require.False(t, ok)
 }
 

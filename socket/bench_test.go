@@ -13,9 +13,9 @@ import (
 // BenchmarkReadPassEnd measures the calls that end a read pass (a short
 // read, then a read that would block) after a one-byte write: raw system
 // calls as the baseline, then a socket unregistered, registered Level and
-// registered Edge, where both reads re-arm. Compare each with raw as a
-// ratio; the socket's cost over raw is its guard, and under Edge the
-// re-arm.
+// registered Edge, where both reads end the pass (Drained). Compare each
+// with raw as a ratio; the socket's cost over raw is its guard, and under
+// Edge the Drained call.
 func BenchmarkReadPassEnd(b *testing.B) {
 	msg, buf := []byte("x"), make([]byte, 64)
 	b.Run("raw", func(b *testing.B) {

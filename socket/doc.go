@@ -48,8 +48,8 @@
 //     datagram, and a short one says nothing about the next.
 //   - writing, and accepting: ErrWouldBlock only.
 //
-// The sockets re-arm their registration themselves at exactly these points
-// (poll.Fd.Rearm, which costs nothing where the kernel triggers edges
+// The sockets end the pass themselves at exactly these points
+// (poll.Fd.Drained, which costs nothing where the kernel triggers edges
 // natively), so that a backend that emulates edge triggering (poll(2)) can
 // report each edge once without losing one. A socket registered as a raw
 // poll.Fd gets none of this: register the socket itself.

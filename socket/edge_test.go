@@ -20,8 +20,8 @@ import (
 // exactly that rule and require a new event for every new arrival after a
 // pass ended. On epoll and kqueue the kernel keeps that promise; on a
 // backend that emulates edge exactly (poll(2)), the condition reported
-// leaves the poll set until the socket re-arms it when a pass ends, so a
-// missing re-arm shows here as a wait that times out.
+// leaves the poll set until the socket says a pass has ended (Drained), so
+// a missing Drained shows here as a wait that times out.
 
 // streamConn is what TCPConn and UnixConn have in common here.
 type streamConn interface {

@@ -27,65 +27,65 @@ var (
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (l *TCPListener) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return l.sockOf().register(p, t, interest, opts)
+	return l.sockOf().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (l *TCPListener) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return l.sockOf().reregister(p, t, interest, opts)
+	return l.sockOf().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (l *TCPListener) Deregister(p *poll.Poll) error { return l.sockOf().deregister(p) }
+func (l *TCPListener) Deregister(p *poll.Poll) error { return l.sockOf().Deregister(p) }
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (c *TCPConn) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().register(p, t, interest, opts)
+	return c.sockOf().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (c *TCPConn) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().reregister(p, t, interest, opts)
+	return c.sockOf().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (c *TCPConn) Deregister(p *poll.Poll) error { return c.sockOf().deregister(p) }
+func (c *TCPConn) Deregister(p *poll.Poll) error { return c.sockOf().Deregister(p) }
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (c *UDPConn) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().register(p, t, interest, opts)
+	return c.sockOf().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (c *UDPConn) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().reregister(p, t, interest, opts)
+	return c.sockOf().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (c *UDPConn) Deregister(p *poll.Poll) error { return c.sockOf().deregister(p) }
+func (c *UDPConn) Deregister(p *poll.Poll) error { return c.sockOf().Deregister(p) }
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (l *UnixListener) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return l.sockOf().register(p, t, interest, opts)
+	return l.sockOf().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (l *UnixListener) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return l.sockOf().reregister(p, t, interest, opts)
+	return l.sockOf().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (l *UnixListener) Deregister(p *poll.Poll) error { return l.sockOf().deregister(p) }
+func (l *UnixListener) Deregister(p *poll.Poll) error { return l.sockOf().Deregister(p) }
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (c *UnixConn) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().register(p, t, interest, opts)
+	return c.sockOf().Register(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
 func (c *UnixConn) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().reregister(p, t, interest, opts)
+	return c.sockOf().Reregister(p, t, interest, opts)
 }
 
 // Deregister implements poll.Evented; call Poll.Deregister instead.
-func (c *UnixConn) Deregister(p *poll.Poll) error { return c.sockOf().deregister(p) }
+func (c *UnixConn) Deregister(p *poll.Poll) error { return c.sockOf().Deregister(p) }

@@ -14,9 +14,9 @@ import (
 // The I/O helpers below hold the read lock for one system call (or one
 // short retry loop), retry EINTR, which the Go runtime's signals make
 // routine, and turn EAGAIN into the unwrapped ErrWouldBlock. Where a call
-// ends an edge-triggered pass they re-arm the registration before
-// returning (sock, invariant 5): EAGAIN from every operation, and a short
-// read from a stream.
+// ends an edge-triggered pass they tell the Poll (Drained) before
+// returning (fdguard.Guard, invariant 5): EAGAIN from every operation, and
+// a short read from a stream.
 
 // noNegative makes the count of a failed call 0 (x/sys/unix passes on
 // read(2)'s -1), as the raw calls of sysRead and sysWrite count it.
@@ -29,38 +29,38 @@ func noNegative(n int, err error) (int, error) {
 
 // readStream reads from a stream socket: zero bytes into a non-empty buffer
 // is the peer's orderly shutdown, io.EOF.
-func (s *sock) readStream(b []byte) (int, error) {
+func readStream(s *sock, b []byte) (int, error) {
 	if len(b) == 0 {
 		// Like package net: nothing to read into is not EOF.
-		if err := s.rlock("read"); err != nil {
+		if err := s.RLock("read"); err != nil {
 			return 0, err
 		}
-		s.mu.RUnlock()
+		s.RUnlock()
 		return 0, nil
 	}
-	return s.readAny(b, true)
+	return readAny(s, b, true)
 }
 
 // readAny is one read; for a stream, zero bytes is EOF.
 //
 // A stream read that returns less than len(b) found the receive queue
 // empty, so later data makes a new edge and the caller may stop its pass
-// there; under Edge it re-arms. Not at EOF, which lasts (re-arming would
-// make the hang-up an edge on every Poll), and not for a datagram, where
-// one read is one datagram whatever its size.
-func (s *sock) readAny(b []byte, stream bool) (int, error) {
-	if err := s.rlock("read"); err != nil {
+// there; under Edge it calls Drained. Not at EOF, which lasts (ending the
+// pass would make the hang-up an edge on every Poll), and not for a
+// datagram, where one read is one datagram whatever its size.
+func readAny(s *sock, b []byte, stream bool) (int, error) {
+	if err := s.RLock("read"); err != nil {
 		return 0, err
 	}
-	defer s.mu.RUnlock()
+	defer s.RUnlock()
 	for {
-		n, err := sysRead(s.fd, b)
+		n, err := sysRead(s.Fd(), b)
 		switch {
 		case err == nil && n == 0 && stream:
 			return 0, io.EOF
 		case err == nil:
-			if stream && n < len(b) && s.edge {
-				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+			if stream && n < len(b) && s.Edge() {
+				if rerr := s.Drained("read", poll.Readable); rerr != nil {
 					return n, rerr
 				}
 			}
@@ -68,8 +68,8 @@ func (s *sock) readAny(b []byte, stream bool) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if s.edge {
-				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+			if s.Edge() {
+				if rerr := s.Drained("read", poll.Readable); rerr != nil {
 					return 0, rerr
 				}
 			}
@@ -81,20 +81,20 @@ func (s *sock) readAny(b []byte, stream bool) (int, error) {
 }
 
 // readDatagram reads one datagram; zero bytes is an empty datagram, not EOF.
-func (s *sock) readDatagram(b []byte) (int, error) { return s.readAny(b, false) }
+func readDatagram(s *sock, b []byte) (int, error) { return readAny(s, b, false) }
 
 // write writes all of b, or as much as the socket takes before it would
 // block: then it returns the count and ErrWouldBlock, as io.Writer requires
 // an error for a short write. The rest is for the caller to keep and send on
 // the next Writable event.
-func (s *sock) write(b []byte) (int, error) {
-	if err := s.rlock("write"); err != nil {
+func write(s *sock, b []byte) (int, error) {
+	if err := s.RLock("write"); err != nil {
 		return 0, err
 	}
-	defer s.mu.RUnlock()
+	defer s.RUnlock()
 	n := 0
 	for {
-		m, err := sysWrite(s.fd, b[n:])
+		m, err := sysWrite(s.Fd(), b[n:])
 		if m > 0 {
 			n += m
 		}
@@ -106,8 +106,8 @@ func (s *sock) write(b []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if s.edge {
-				if rerr := s.rearm("write", poll.Writable); rerr != nil {
+			if s.Edge() {
+				if rerr := s.Drained("write", poll.Writable); rerr != nil {
 					return n, rerr
 				}
 			}
@@ -119,21 +119,21 @@ func (s *sock) write(b []byte) (int, error) {
 }
 
 // recvfrom reads one datagram and its source address.
-func (s *sock) recvfrom(b []byte) (int, unix.Sockaddr, error) {
-	if err := s.rlock("read"); err != nil {
+func recvfrom(s *sock, b []byte) (int, unix.Sockaddr, error) {
+	if err := s.RLock("read"); err != nil {
 		return 0, nil, err
 	}
-	defer s.mu.RUnlock()
+	defer s.RUnlock()
 	for {
-		n, from, err := unix.Recvfrom(s.fd, b, 0)
+		n, from, err := unix.Recvfrom(s.Fd(), b, 0)
 		switch {
 		case err == nil:
 			return n, from, nil
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if s.edge {
-				if rerr := s.rearm("read", poll.Readable); rerr != nil {
+			if s.Edge() {
+				if rerr := s.Drained("read", poll.Readable); rerr != nil {
 					return 0, nil, rerr
 				}
 			}
@@ -145,21 +145,21 @@ func (s *sock) recvfrom(b []byte) (int, unix.Sockaddr, error) {
 }
 
 // sendto sends one datagram to sa. A datagram goes whole or not at all.
-func (s *sock) sendto(b []byte, sa unix.Sockaddr) error {
-	if err := s.rlock("write"); err != nil {
+func sendto(s *sock, b []byte, sa unix.Sockaddr) error {
+	if err := s.RLock("write"); err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
+	defer s.RUnlock()
 	for {
-		err := unix.Sendto(s.fd, b, 0, sa)
+		err := unix.Sendto(s.Fd(), b, 0, sa)
 		switch {
 		case err == nil:
 			return nil
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if s.edge {
-				if rerr := s.rearm("write", poll.Writable); rerr != nil {
+			if s.Edge() {
+				if rerr := s.Drained("write", poll.Writable); rerr != nil {
 					return rerr
 				}
 			}
@@ -171,35 +171,35 @@ func (s *sock) sendto(b []byte, sa unix.Sockaddr) error {
 }
 
 // shutdown shuts down one or both directions of a stream.
-func (s *sock) shutdown(how int) error {
-	if err := s.rlock("shutdown"); err != nil {
+func shutdown(s *sock, how int) error {
+	if err := s.RLock("shutdown"); err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
-	return os.NewSyscallError("shutdown", unix.Shutdown(s.fd, how))
+	defer s.RUnlock()
+	return os.NewSyscallError("shutdown", unix.Shutdown(s.Fd(), how))
 }
 
 // setsockoptInt sets an integer socket option.
-func (s *sock) setsockoptInt(level, opt, value int) error {
-	if err := s.rlock("setsockopt"); err != nil {
+func setsockoptInt(s *sock, level, opt, value int) error {
+	if err := s.RLock("setsockopt"); err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
-	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(s.fd, level, opt, value))
+	defer s.RUnlock()
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(s.Fd(), level, opt, value))
 }
 
 // connectErrno tells how a non-blocking connect went: the errno it failed
 // with (from SO_ERROR, which reading clears), 0 once connected, or
 // ErrWouldBlock while the handshake is still going on. In that last case
 // the event that brought the caller here was spurious and the real one is
-// still to come, so under Edge it re-arms Writable like any other pass that
+// still to come, so under Edge it ends the Writable pass like any other that
 // would block.
-func (s *sock) connectErrno() (unix.Errno, error) {
-	if err := s.rlock("connect"); err != nil {
+func connectErrno(s *sock) (unix.Errno, error) {
+	if err := s.RLock("connect"); err != nil {
 		return 0, err
 	}
-	defer s.mu.RUnlock()
-	soerr, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	defer s.RUnlock()
+	soerr, err := unix.GetsockoptInt(s.Fd(), unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil {
 		return 0, os.NewSyscallError("getsockopt(SO_ERROR)", err)
 	}
@@ -208,12 +208,12 @@ func (s *sock) connectErrno() (unix.Errno, error) {
 	}
 	// No pending error: connected if there is a peer. ENOTCONN with no
 	// error means the handshake is still going on.
-	switch _, err := unix.Getpeername(s.fd); err {
+	switch _, err := unix.Getpeername(s.Fd()); err {
 	case nil:
 		return 0, nil
 	case unix.ENOTCONN:
-		if s.edge {
-			if rerr := s.rearm("connect", poll.Writable); rerr != nil {
+		if s.Edge() {
+			if rerr := s.Drained("connect", poll.Writable); rerr != nil {
 				return 0, rerr
 			}
 		}
@@ -226,21 +226,21 @@ func (s *sock) connectErrno() (unix.Errno, error) {
 // accept takes one pending connection. ECONNABORTED (a connection reset
 // while it waited in the backlog) is skipped, as package net does: it is
 // not the listener's failure and the next one may be fine.
-func (s *sock) accept() (int, unix.Sockaddr, error) {
-	if err := s.rlock("accept"); err != nil {
+func accept(s *sock) (int, unix.Sockaddr, error) {
+	if err := s.RLock("accept"); err != nil {
 		return -1, nil, err
 	}
-	defer s.mu.RUnlock()
+	defer s.RUnlock()
 	for {
-		nfd, sa, err := sysAccept(s.fd)
+		nfd, sa, err := sysAccept(s.Fd())
 		switch {
 		case err == nil:
 			return nfd, sa, nil
 		case err == unix.EINTR || err == unix.ECONNABORTED:
 			continue
 		case err == unix.EAGAIN:
-			if s.edge {
-				if rerr := s.rearm("accept", poll.Readable); rerr != nil {
+			if s.Edge() {
+				if rerr := s.Drained("accept", poll.Readable); rerr != nil {
 					return -1, nil, rerr
 				}
 			}

@@ -41,7 +41,7 @@ const (
 // connections have the system default, which is off (package net turns it
 // on for the connections it makes; this package does not).
 func (c *TCPConn) SetKeepAlive(on bool) error {
-	return c.sockOf().setKeepAlive("SetKeepAlive", on)
+	return setKeepAlive(c.sockOf(), "SetKeepAlive", on)
 }
 
 // SetKeepAliveConfig sets keep-alive as net.TCPConn.SetKeepAliveConfig
@@ -56,13 +56,13 @@ func (c *TCPConn) SetKeepAlive(on bool) error {
 func (c *TCPConn) SetKeepAliveConfig(cfg net.KeepAliveConfig) error {
 	s := c.sockOf()
 	const op = "SetKeepAliveConfig"
-	if err := s.setKeepAlive(op, cfg.Enable); err != nil || !cfg.Enable {
+	if err := setKeepAlive(s, op, cfg.Enable); err != nil || !cfg.Enable {
 		return err
 	}
-	if err := s.setKeepAliveTiming(op, keepIdle, cfg.Idle, defaultKeepAliveIdle); err != nil {
+	if err := setKeepAliveTiming(s, op, keepIdle, cfg.Idle, defaultKeepAliveIdle); err != nil {
 		return err
 	}
-	if err := s.setKeepAliveTiming(op, keepInterval, cfg.Interval, defaultKeepAliveInterval); err != nil {
+	if err := setKeepAliveTiming(s, op, keepInterval, cfg.Interval, defaultKeepAliveInterval); err != nil {
 		return err
 	}
 	switch {
@@ -71,12 +71,12 @@ func (c *TCPConn) SetKeepAliveConfig(cfg net.KeepAliveConfig) error {
 	case cfg.Count == 0:
 		cfg.Count = defaultKeepAliveCount
 	}
-	return s.setIntOpt(op, keepCount, cfg.Count)
+	return setIntOpt(s, op, keepCount, cfg.Count)
 }
 
 // setKeepAliveTiming sets one keep-alive timing in whole seconds, rounded
 // up; d < 0 leaves it unchanged, d == 0 means def.
-func (s *sock) setKeepAliveTiming(op string, o tcpOpt, d, def time.Duration) error {
+func setKeepAliveTiming(s *sock, op string, o tcpOpt, d, def time.Duration) error {
 	switch {
 	case d < 0:
 		return nil
@@ -87,7 +87,7 @@ func (s *sock) setKeepAliveTiming(op string, o tcpOpt, d, def time.Duration) err
 	if secs > math.MaxInt32 {
 		return fmt.Errorf("socket: %s: %s %v: %w", op, o.name, d, ErrInvalidOption)
 	}
-	return s.setIntOpt(op, o, int(secs))
+	return setIntOpt(s, op, o, int(secs))
 }
 
 // SetLinger sets what Close does with data not yet sent, as
@@ -106,47 +106,49 @@ func (c *TCPConn) SetLinger(sec int) error {
 		l.Onoff, l.Linger = 1, int32(sec)
 	}
 	s := c.sockOf()
-	if err := s.rlock("SetLinger"); err != nil {
+	if err := s.RLock("SetLinger"); err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
-	return optError("SetLinger", "SO_LINGER", sec, unix.SetsockoptLinger(s.fd, unix.SOL_SOCKET, unix.SO_LINGER, &l))
+	defer s.RUnlock()
+	return optError("SetLinger", "SO_LINGER", sec, unix.SetsockoptLinger(s.Fd(), unix.SOL_SOCKET, unix.SO_LINGER, &l))
 }
 
 // SetReadBuffer sets the size of the kernel's receive buffer
 // (SO_RCVBUF) in bytes; the kernel may round it (Linux doubles it for its
 // own bookkeeping) and caps it at its maximum (net.core.rmem_max).
-func (c *TCPConn) SetReadBuffer(bytes int) error { return c.sockOf().setBuffer("SetReadBuffer", bytes) }
+func (c *TCPConn) SetReadBuffer(bytes int) error {
+	return setBuffer(c.sockOf(), "SetReadBuffer", bytes)
+}
 
 // SetWriteBuffer sets the size of the kernel's send buffer (SO_SNDBUF)
 // in bytes, as SetReadBuffer does for the receive buffer.
 func (c *TCPConn) SetWriteBuffer(bytes int) error {
-	return c.sockOf().setBuffer("SetWriteBuffer", bytes)
+	return setBuffer(c.sockOf(), "SetWriteBuffer", bytes)
 }
 
 // SetReadBuffer sets the size of the kernel's receive buffer; see
 // TCPConn.SetReadBuffer.
 func (c *UnixConn) SetReadBuffer(bytes int) error {
-	return c.sockOf().setBuffer("SetReadBuffer", bytes)
+	return setBuffer(c.sockOf(), "SetReadBuffer", bytes)
 }
 
 // SetWriteBuffer sets the size of the kernel's send buffer; see
 // TCPConn.SetWriteBuffer.
 func (c *UnixConn) SetWriteBuffer(bytes int) error {
-	return c.sockOf().setBuffer("SetWriteBuffer", bytes)
+	return setBuffer(c.sockOf(), "SetWriteBuffer", bytes)
 }
 
 // SetReadBuffer sets the size of the kernel's receive buffer; see
 // TCPConn.SetReadBuffer. Datagrams that arrive while it is full are
 // dropped.
 func (c *UDPConn) SetReadBuffer(bytes int) error {
-	return c.sockOf().setBuffer("SetReadBuffer", bytes)
+	return setBuffer(c.sockOf(), "SetReadBuffer", bytes)
 }
 
 // SetWriteBuffer sets the size of the kernel's send buffer; see
 // TCPConn.SetWriteBuffer.
 func (c *UDPConn) SetWriteBuffer(bytes int) error {
-	return c.sockOf().setBuffer("SetWriteBuffer", bytes)
+	return setBuffer(c.sockOf(), "SetWriteBuffer", bytes)
 }
 
 // SetUserTimeout sets how long transmitted data may stay unacknowledged
@@ -162,7 +164,7 @@ func (c *TCPConn) SetUserTimeout(d time.Duration) error {
 	if ms > math.MaxInt32 {
 		return fmt.Errorf("socket: SetUserTimeout %v: %w", d, ErrInvalidOption)
 	}
-	return c.sockOf().setIntOpt("SetUserTimeout", userTimeout, int(ms))
+	return setIntOpt(c.sockOf(), "SetUserTimeout", userTimeout, int(ms))
 }
 
 // tcpOpt names a socket option whose number differs between systems, or
@@ -172,7 +174,7 @@ type tcpOpt struct {
 	name       string
 }
 
-func (s *sock) setBuffer(op string, bytes int) error {
+func setBuffer(s *sock, op string, bytes int) error {
 	o := tcpOpt{unix.SOL_SOCKET, unix.SO_RCVBUF, "SO_RCVBUF"}
 	if op == "SetWriteBuffer" {
 		o = tcpOpt{unix.SOL_SOCKET, unix.SO_SNDBUF, "SO_SNDBUF"}
@@ -180,27 +182,27 @@ func (s *sock) setBuffer(op string, bytes int) error {
 	if bytes <= 0 || bytes > math.MaxInt32 {
 		return fmt.Errorf("socket: %s %d: %w", op, bytes, ErrInvalidOption)
 	}
-	return s.setIntOpt(op, o, bytes)
+	return setIntOpt(s, op, o, bytes)
 }
 
-func (s *sock) setKeepAlive(op string, on bool) error {
+func setKeepAlive(s *sock, op string, on bool) error {
 	v := 0
 	if on {
 		v = 1
 	}
-	return s.setIntOpt(op, tcpOpt{unix.SOL_SOCKET, unix.SO_KEEPALIVE, "SO_KEEPALIVE"}, v)
+	return setIntOpt(s, op, tcpOpt{unix.SOL_SOCKET, unix.SO_KEEPALIVE, "SO_KEEPALIVE"}, v)
 }
 
-// setIntOpt sets o to v under the read lock (sock invariant 2).
-func (s *sock) setIntOpt(op string, o tcpOpt, v int) error {
+// setIntOpt sets o to v under the read lock (the guard's invariant 2).
+func setIntOpt(s *sock, op string, o tcpOpt, v int) error {
 	if o.level == 0 {
 		return fmt.Errorf("socket: %s: %s: %w", op, o.name, ErrUnsupportedOption)
 	}
-	if err := s.rlock(op); err != nil {
+	if err := s.RLock(op); err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
-	return optError(op, o.name, v, unix.SetsockoptInt(s.fd, o.level, o.opt, v))
+	defer s.RUnlock()
+	return optError(op, o.name, v, unix.SetsockoptInt(s.Fd(), o.level, o.opt, v))
 }
 
 // optError wraps a setsockopt failure: EINVAL (a value the kernel refuses)

@@ -64,7 +64,7 @@ func (c *TCPConn) sockOf() *sock {
 // that ends after a full buffer must read again, or wait for an event that
 // may never come. See the package doc.
 func (c *TCPConn) Read(b []byte) (int, error) {
-	n, err := c.sockOf().readStream(b)
+	n, err := readStream(c.sockOf(), b)
 	if c != nil && c.dial != nil && c.dial.pending.Load() {
 		return c.dialed(n, err)
 	}
@@ -76,7 +76,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 // rest on the next Writable event. Under Edge, only ErrWouldBlock ends a
 // write pass: the next Writable event comes after one.
 func (c *TCPConn) Write(b []byte) (int, error) {
-	n, err := c.sockOf().write(b)
+	n, err := write(c.sockOf(), b)
 	if c != nil && c.dial != nil && c.dial.pending.Load() {
 		return c.dialed(n, err)
 	}
@@ -86,10 +86,10 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
 // read everything sent before, and may still send back; this side can still
 // read.
-func (c *TCPConn) CloseWrite() error { return c.sockOf().shutdown(unix.SHUT_WR) }
+func (c *TCPConn) CloseWrite() error { return shutdown(c.sockOf(), unix.SHUT_WR) }
 
 // CloseRead shuts down the receiving side.
-func (c *TCPConn) CloseRead() error { return c.sockOf().shutdown(unix.SHUT_RD) }
+func (c *TCPConn) CloseRead() error { return shutdown(c.sockOf(), unix.SHUT_RD) }
 
 // SetNoDelay sets TCP_NODELAY: true sends small writes at once instead of
 // coalescing them (Nagle's algorithm). New connections have the system
@@ -99,7 +99,7 @@ func (c *TCPConn) SetNoDelay(noDelay bool) error {
 	if noDelay {
 		v = 1
 	}
-	return c.sockOf().setsockoptInt(unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+	return setsockoptInt(c.sockOf(), unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
 }
 
 // LocalAddr is the conn's own address (a *net.TCPAddr), or nil for a conn
@@ -125,8 +125,8 @@ func (c *TCPConn) RemoteAddr() net.Addr {
 // Fd returns the descriptor, or -1 after Close (and for a conn never
 // opened). The conn keeps owning it: do not close it, and do not use the
 // number after Close.
-func (c *TCPConn) Fd() int { return c.sockOf().sysfd() }
+func (c *TCPConn) Fd() int { return c.sockOf().Sysfd() }
 
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
-func (c *TCPConn) Close() error { return c.sockOf().close() }
+func (c *TCPConn) Close() error { return c.sockOf().Close() }

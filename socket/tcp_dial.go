@@ -96,7 +96,7 @@ func connect(fd int, sa unix.Sockaddr) error {
 // has reported Writable, Error or Hup: nil when it is connected, the
 // failure (matching unix.ECONNREFUSED, unix.ETIMEDOUT, ...) when it failed,
 // and ErrWouldBlock while it is still in progress (after a spurious event;
-// under Edge the registration is re-armed, so the real event still comes).
+// under Edge the pass is ended with Drained, so the real event still comes).
 // The failure is remembered, so later calls report it too, also when a
 // Read or Write saw it first.
 func (c *TCPConn) ConnectError() error {
@@ -110,13 +110,13 @@ func (c *TCPConn) ConnectError() error {
 		// It connected. What ended the connection since (a reset that
 		// Read returned) took the kernel's answer with it, so asking
 		// again would say "in progress". A closed conn still says so.
-		if err := c.s.rlock("connect"); err != nil {
+		if err := c.s.RLock("connect"); err != nil {
 			return err
 		}
-		c.s.mu.RUnlock()
+		c.s.RUnlock()
 		return nil
 	}
-	errno, err := c.s.connectErrno()
+	errno, err := connectErrno(&c.s)
 	if err != nil {
 		return err
 	}

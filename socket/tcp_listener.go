@@ -103,7 +103,7 @@ func (l *TCPListener) sockOf() *sock {
 // comes for it: accept again once descriptors are free, until
 // ErrWouldBlock.
 func (l *TCPListener) Accept() (*TCPConn, error) {
-	fd, rsa, err := l.sockOf().accept()
+	fd, rsa, err := accept(l.sockOf())
 	if err != nil {
 		return nil, acceptError(err, l.Addr())
 	}
@@ -136,12 +136,12 @@ func (l *TCPListener) Addr() net.Addr {
 // Fd returns the descriptor, or -1 after Close (and for a listener never
 // opened). The listener keeps owning it: do not close it, and do not use
 // the number after Close.
-func (l *TCPListener) Fd() int { return l.sockOf().sysfd() }
+func (l *TCPListener) Fd() int { return l.sockOf().Sysfd() }
 
 // Close deregisters the listener from its Poll, if any, and closes it.
 // Connections already accepted are not affected. Closing twice returns an
 // error matching ErrClosed.
-func (l *TCPListener) Close() error { return l.sockOf().close() }
+func (l *TCPListener) Close() error { return l.sockOf().Close() }
 
 // tcpEndpoint is a parsed TCP address and a socket of its family.
 type tcpEndpoint struct {

@@ -115,7 +115,7 @@ func (c *UDPConn) sockOf() *sock {
 // It returns ErrWouldBlock when none is waiting. Under Edge, a read pass
 // ends only at ErrWouldBlock: one read is one datagram, whatever its size.
 func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, sa, err := c.sockOf().recvfrom(b)
+	n, sa, err := recvfrom(c.sockOf(), b)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -139,7 +139,7 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, opError("write to", ua.String(), err)
 	}
-	if err := c.sockOf().sendto(b, sa); err != nil {
+	if err := sendto(c.sockOf(), b, sa); err != nil {
 		return 0, err
 	}
 	return len(b), nil
@@ -149,11 +149,11 @@ func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 // is an empty datagram, not EOF. It returns ErrWouldBlock when none is
 // waiting. Under Edge, a read pass ends only at ErrWouldBlock, as for
 // ReadFrom.
-func (c *UDPConn) Read(b []byte) (int, error) { return c.sockOf().readDatagram(b) }
+func (c *UDPConn) Read(b []byte) (int, error) { return readDatagram(c.sockOf(), b) }
 
 // Write sends b as one datagram to the connected peer (see DialUDP), or
 // returns ErrWouldBlock, as WriteTo does.
-func (c *UDPConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
+func (c *UDPConn) Write(b []byte) (int, error) { return write(c.sockOf(), b) }
 
 // LocalAddr is the socket's own address (a *net.UDPAddr), or nil for a
 // socket never opened. It stays available after Close.
@@ -176,8 +176,8 @@ func (c *UDPConn) RemoteAddr() net.Addr {
 // Fd returns the descriptor, or -1 after Close (and for a socket never
 // opened). The conn keeps owning it: do not close it, and do not use the
 // number after Close.
-func (c *UDPConn) Fd() int { return c.sockOf().sysfd() }
+func (c *UDPConn) Fd() int { return c.sockOf().Sysfd() }
 
 // Close deregisters the socket from its Poll, if any, and closes it.
 // Closing twice returns an error matching ErrClosed.
-func (c *UDPConn) Close() error { return c.sockOf().close() }
+func (c *UDPConn) Close() error { return c.sockOf().Close() }

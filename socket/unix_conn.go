@@ -88,16 +88,16 @@ func (c *UnixConn) sockOf() *sock {
 // ErrWouldBlock when nothing is, and io.EOF once the peer has shut down its
 // side and everything before that has been read. Under Edge, a read pass
 // may end at ErrWouldBlock or at a short read, as for TCPConn.Read.
-func (c *UnixConn) Read(b []byte) (int, error) { return c.sockOf().readStream(b) }
+func (c *UnixConn) Read(b []byte) (int, error) { return readStream(c.sockOf(), b) }
 
 // Write writes b, or as much as fits: a short write returns the count and
 // ErrWouldBlock, and the caller sends the rest on the next Writable event.
 // Under Edge, only ErrWouldBlock ends a write pass.
-func (c *UnixConn) Write(b []byte) (int, error) { return c.sockOf().write(b) }
+func (c *UnixConn) Write(b []byte) (int, error) { return write(c.sockOf(), b) }
 
 // CloseWrite shuts down the sending side: the peer reads io.EOF once it has
 // read everything sent before, and may still send back.
-func (c *UnixConn) CloseWrite() error { return c.sockOf().shutdown(unix.SHUT_WR) }
+func (c *UnixConn) CloseWrite() error { return shutdown(c.sockOf(), unix.SHUT_WR) }
 
 // LocalAddr is the conn's own address (a *net.UnixAddr, with an empty Name
 // when unnamed, as a dialing client and both ends of a Pair are), or nil
@@ -122,8 +122,8 @@ func (c *UnixConn) RemoteAddr() net.Addr {
 // Fd returns the descriptor, or -1 after Close (and for a conn never
 // opened). The conn keeps owning it: do not close it, and do not use the
 // number after Close.
-func (c *UnixConn) Fd() int { return c.sockOf().sysfd() }
+func (c *UnixConn) Fd() int { return c.sockOf().Sysfd() }
 
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
-func (c *UnixConn) Close() error { return c.sockOf().close() }
+func (c *UnixConn) Close() error { return c.sockOf().Close() }

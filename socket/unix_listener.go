@@ -75,7 +75,7 @@ func (l *UnixListener) sockOf() *sock {
 // Accept takes one pending connection, non-blocking and close-on-exec, or
 // returns ErrWouldBlock when none is pending. See TCPListener.Accept.
 func (l *UnixListener) Accept() (*UnixConn, error) {
-	fd, _, err := l.sockOf().accept()
+	fd, _, err := accept(l.sockOf())
 	if err != nil {
 		return nil, acceptError(err, l.Addr())
 	}
@@ -96,13 +96,13 @@ func (l *UnixListener) Addr() net.Addr {
 // Fd returns the descriptor, or -1 after Close (and for a listener never
 // opened). The listener keeps owning it: do not close it, and do not use
 // the number after Close.
-func (l *UnixListener) Fd() int { return l.sockOf().sysfd() }
+func (l *UnixListener) Fd() int { return l.sockOf().Sysfd() }
 
 // Close deregisters the listener from its Poll, if any, closes it, and
 // removes the socket file if this listener created it and it is still the
 // same file. Closing twice returns an error matching ErrClosed.
 func (l *UnixListener) Close() error {
-	err := l.sockOf().close()
+	err := l.sockOf().Close()
 	if errors.Is(err, ErrClosed) {
 		// Closed before (the file was dealt with then), or never opened.
 		return err

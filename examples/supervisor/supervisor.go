@@ -254,7 +254,7 @@ func (s *supervisor) restartDue(i int) {
 // restarting; the supervisor then exits once the children have. A second
 // signal is forwarded too.
 func (s *supervisor) signalled() {
-	for sig, ok := s.sigs.Next(); ok; sig, ok = s.sigs.Next() {
+	for sig, ok := s.sigs.TryRecv(); ok; sig, ok = s.sigs.TryRecv() {
 		s.stopping = true
 		running := 0
 		for _, t := range s.tasks {

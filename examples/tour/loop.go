@@ -135,7 +135,7 @@ func loopTour(out io.Writer) error {
 		return err
 	}
 	if _, err := l.Add(sigs, poll.Readable, poll.Edge, closer{sigs, eventloop.SourceFunc(func(l *eventloop.Loop, ev poll.Event) eventloop.Action {
-		for sig, ok := sigs.Next(); ok; sig, ok = sigs.Next() {
+		for sig, ok := sigs.TryRecv(); ok; sig, ok = sigs.TryRecv() {
 			heard(l, "signal", fmt.Sprintf("%v", sig))
 		}
 		return eventloop.Keep

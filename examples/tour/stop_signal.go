@@ -38,7 +38,7 @@ func (s *signalStop) start(p *poll.Poll, tok poll.Token, say sayFunc) error {
 // event).
 func (s *signalStop) handle(_ poll.Event, say sayFunc) (bool, error) {
 	got := false
-	for sig, ok := s.w.Next(); ok; sig, ok = s.w.Next() {
+	for sig, ok := s.w.TryRecv(); ok; sig, ok = s.w.TryRecv() {
 		say("%v", sig)
 		got = true
 	}

@@ -1,7 +1,7 @@
 // Package ring is the one first-in first-out ring of unipoll: a queue of
 // values in a power-of-two buffer that grows by doubling, with no locking
-// (its owner serialises access). The Poll's held list, a TimerQueue's
-// expired keys and the eventloop's run queue levels are Rings.
+// (its owner serialises access): the one ring for the Poll's held list, a
+// TimerQueue's expired keys and the eventloop's run queue levels.
 //
 // Index arithmetic is a mask, not a modulo, because the buffer's length is
 // always a power of two. A value taken by Pop is cleared in the buffer, so

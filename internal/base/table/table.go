@@ -2,9 +2,9 @@
 // of type E in slots addressed by a 32-bit index, each in-use slot
 // stamped with a generation, so that a Handle (index, generation) names one
 // incarnation of a slot and a stale Handle, kept after its record was
-// freed and its slot reused, names nothing. The Poll's descriptor table,
-// the timing wheel's entries, the eventloop's sources and the tokens
-// package are Tables.
+// freed and its slot reused, names nothing: the one such table for the
+// Poll's descriptors, the timing wheel's entries, the eventloop's sources
+// and the tokens package.
 //
 // Slots live in chunks of ChunkSize that never move, so a record's
 // address stays valid while the table grows. Alloc takes the free slot
