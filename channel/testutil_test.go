@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -21,7 +21,7 @@ const (
 	eventWait   = testsupport.EventWait
 )
 
-// pollOnce, waitEvent and expectNoEvent are internal/polltest's, with this
+// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's, with this
 // package's waits.
 func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
 	t.Helper()

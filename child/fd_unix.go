@@ -3,14 +3,14 @@
 package child
 
 import (
-	"github.com/unipoll/unipoll/internal/ureg"
+	"github.com/unipoll/unipoll/internal/onpoll/ureg"
 	"github.com/unipoll/unipoll/poll"
 )
 
 // fdEvented is the Evented part of a mechanism built on a descriptor that
 // becomes readable at the exit (a pidfd, a private kqueue): registered with
 // the Poll as a poll.Fd, with the same one-Poll-at-a-time rule as a
-// Registration (internal/ureg). The Watcher's mutex guards it.
+// Registration (internal/onpoll/ureg). The Watcher's mutex guards it.
 //
 // An exit is only ever Readable. A registration whose interest lacks
 // Readable can never be reported, so its descriptor stays out of the

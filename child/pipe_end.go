@@ -9,13 +9,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/unipoll/unipoll/internal/base/fdguard"
+	"github.com/unipoll/unipoll/internal/onpoll/fdguard"
 	"github.com/unipoll/unipoll/poll"
 )
 
 // pipeEnd is this process's end of a pipe to or from a child's standard
 // stream, and its guard: what PipeReader and PipeWriter share. It is an
-// fdguard.Guard (internal/base/fdguard), the guard the socket package's
+// fdguard.Guard (internal/onpoll/fdguard), the guard the socket package's
 // sockets use too, which states the rules it keeps; its errors are named
 // as the child package's, with the pipe's name ("stdout of pid 1234"). A
 // nil *pipeEnd (what a nil pipe hands over, see PipeReader.end) is a pipe

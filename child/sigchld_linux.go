@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/onpoll/ureg"
 	"github.com/unipoll/unipoll/internal/sigrelay"
-	"github.com/unipoll/unipoll/internal/ureg"
 	"github.com/unipoll/unipoll/poll"
 )
 

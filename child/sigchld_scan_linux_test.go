@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/unipoll/unipoll/internal/polltest"
-	"github.com/unipoll/unipoll/internal/ureg"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/ureg"
 	"github.com/unipoll/unipoll/poll"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/unipoll/unipoll/internal/base/fdguard"
+	"github.com/unipoll/unipoll/internal/onpoll/fdguard"
 )
 
 // Streams names a command's standard streams, for Start to give pipes.

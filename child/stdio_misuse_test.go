@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 

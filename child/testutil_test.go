@@ -21,7 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
@@ -79,7 +79,7 @@ func watchOn(t testing.TB, cmd *exec.Cmd, pa path) *Watcher {
 	return w
 }
 
-// pollOnce, waitEvent and expectNoEvent are internal/polltest's, with this
+// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's, with this
 // package's waits.
 func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
 	t.Helper()

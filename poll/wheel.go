@@ -3,8 +3,8 @@ package poll
 import (
 	"time"
 
+	"github.com/unipoll/unipoll/internal/base/slab"
 	"github.com/unipoll/unipoll/internal/base/wheel"
-	"github.com/unipoll/unipoll/internal/slab"
 )
 
 // The Poll's side of its timing wheel. The wheel itself, its invariants

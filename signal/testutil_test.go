@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -41,7 +41,7 @@ func raise(t testing.TB, sig syscall.Signal) {
 	require.NoError(t, syscall.Kill(syscall.Getpid(), sig))
 }
 
-// pollOnce, waitEvent and expectNoEvent are internal/polltest's, with this
+// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's, with this
 // package's waits.
 func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
 	t.Helper()

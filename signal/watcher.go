@@ -10,8 +10,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/unipoll/unipoll/internal/onpoll/ureg"
 	"github.com/unipoll/unipoll/internal/sigrelay"
-	"github.com/unipoll/unipoll/internal/ureg"
 	"github.com/unipoll/unipoll/poll"
 )
 

@@ -5,11 +5,11 @@ package socket
 import (
 	"os"
 
-	"github.com/unipoll/unipoll/internal/base/fdguard"
+	"github.com/unipoll/unipoll/internal/onpoll/fdguard"
 )
 
 // sock is the descriptor and its guard, shared by every socket type: an
-// fdguard.Guard (internal/base/fdguard, which states its invariants), its
+// fdguard.Guard (internal/onpoll/fdguard, which states its invariants), its
 // errors named as the socket package's. A nil *sock (what a nil socket
 // pointer hands its functions, see sockOf) is a socket never opened, and
 // every function of sock_io.go accepts one.

@@ -1,6 +1,6 @@
 package timer
 
-// Helpers for this package's tests, on internal/polltest's (one Poll call
+// Helpers for this package's tests, on internal/onpoll/polltest's (one Poll call
 // checked against rule 1, waiting for a token, asserting that none comes).
 // Polls are real: poll.New, so the backend is the one UNIPOLL_BACKEND names
 // (CI runs the suite with epoll and with poll). Waiting is for a condition
@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )

@@ -6,8 +6,8 @@ import (
 	"iter"
 	"time"
 
+	"github.com/unipoll/unipoll/internal/base/slab"
 	"github.com/unipoll/unipoll/internal/base/wheel"
-	"github.com/unipoll/unipoll/internal/slab"
 	"github.com/unipoll/unipoll/poll"
 )
 

@@ -88,7 +88,7 @@ func BenchmarkSliceLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkTableAllocFreeTop is internal/slab's BenchmarkSlabAllocFree:
+// BenchmarkTableAllocFreeTop is internal/base/slab's BenchmarkSlabAllocFree:
 // one slot above a thousand in use, taken and given back.
 func BenchmarkTableAllocFreeTop(b *testing.B) {
 	b.ReportAllocs()

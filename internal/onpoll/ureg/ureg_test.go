@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/unipoll/unipoll/internal/polltest"
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 

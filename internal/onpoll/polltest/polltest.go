@@ -1,7 +1,7 @@
 // Package polltest holds test helpers that need a poll.Poll: a Poll closed
 // at the test's end, one Poll call checked against rule 1, waiting for a
 // token, and asserting that none comes. The test files of the packages
-// built on poll (channel, signal, child, timer, internal/ureg) share them. It is separate from internal/testsupport because
+// built on poll (channel, signal, child, timer, internal/onpoll/ureg) share them. It is separate from internal/testsupport because
 // poll's own tests use that package, and poll cannot be imported there.
 package polltest
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/unipoll/unipoll/internal/ureg"
+	"github.com/unipoll/unipoll/internal/onpoll/ureg"
 	"github.com/unipoll/unipoll/poll"
 )
 
