@@ -1,5 +1,6 @@
 // Command tour shows unipoll's one Poll at work: every kind of source the
-// library has (a socket pair, a user-space Registration set from another
+// library has (a socket pair, a TCP listener whose connection takes its
+// token from a tokens.Table and its socket options, a user-space Registration set from another
 // goroutine, a delayed readiness, a channel fed from another goroutine, a
 // timer, a signal the process sends itself, a child process's exit and its
 // output) registered with the same Poll and coming back from the same Poll
@@ -44,6 +45,7 @@ func stops() []stop {
 	kid := &childStop{}
 	return []stop{
 		&socketStop{},
+		&tcpStop{},
 		&registrationStop{},
 		&delayStop{delay: 50 * time.Millisecond},
 		&channelStop{values: []string{"one", "two", "three"}},

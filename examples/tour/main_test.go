@@ -17,6 +17,10 @@ func TestTour(t *testing.T) {
 	}
 	for _, want := range []string{
 		`(socket) is Readable: read "hello through the kernel"`,
+		"(tcp) is Readable: accepted 127.0.0.1:",
+		"token 0x100000000 from a tokens.Table; keep-alive after 30s idle",
+		"closed with a reset, so the client's read fails: read tcp",
+		"connection reset by peer",
 		"(Registration) is Readable: set by another goroutine",
 		"(delayed) is Readable: fired by the timing wheel",
 		`(channel) is Readable: received`,
