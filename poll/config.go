@@ -24,7 +24,7 @@ type Config struct {
 	// slots fit one word of its occupancy bitmap). Tests use small values to
 	// make every level work.
 	WheelSlots int
-	// Wait is how a Poll on epoll blocks when it has to: "poll" (the
+	// Wait is how a Poll on epoll blocks when it has to: "look" (the
 	// default: a non-blocking look first, then block), "block" (block at
 	// once) or "park" (look, then park on the Go runtime's netpoller, so
 	// that a waiting Poll holds no thread; experimental). Empty means the

@@ -73,7 +73,7 @@ func openEpoll(o Options) (Selector, error) {
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
 	if s.mode == WaitPark && !s.openPark() {
-		s.mode = WaitPoll
+		s.mode = WaitLook
 	}
 	return s, nil
 }

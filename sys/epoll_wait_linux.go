@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// How an epoll Select that may block waits (Options.Wait: WaitPoll,
+// How an epoll Select that may block waits (Options.Wait: WaitLook,
 // WaitBlock, WaitPark).
 //
 // A thread blocked in an ordinary system call costs the Go runtime: sysmon
@@ -22,7 +22,7 @@ import (
 // without holding any thread or P. The modes:
 //
 //   - WaitBlock: epoll_wait with the timeout, in a blocking system call.
-//   - WaitPoll (the default): a non-blocking epoll_wait first, as a raw
+//   - WaitLook (the default): a non-blocking epoll_wait first, as a raw
 //     system call that cannot block, so the runtime need not be told; only
 //     if it finds nothing, block as WaitBlock does. It saves the runtime's
 //     system-call bookkeeping whenever events are already there, and costs

@@ -176,6 +176,11 @@ func TestNewUnknownBackend(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownBackend)
 	_, err = NewWithOptions("", Options{Wait: "spin"})
 	require.ErrorIs(t, err, ErrUnknownWait)
+	// The default way to wait was called "poll" before it became "look":
+	// the old name is refused with the ones that are valid.
+	_, err = NewWithOptions("", Options{Wait: "poll"})
+	require.ErrorIs(t, err, ErrUnknownWait)
+	require.ErrorContains(t, err, `"look"`)
 	require.Contains(t, Backends(), BackendPoll)
 	require.Equal(t, defaultBackend, Backends()[0])
 }

@@ -59,7 +59,7 @@ var (
 	// does not know or this operating system does not have.
 	ErrUnknownBackend = errors.New("sys: unknown or unsupported backend")
 	// ErrUnknownWait is returned by NewWithOptions for a wait mode other
-	// than WaitPoll, WaitBlock and WaitPark.
+	// than WaitLook, WaitBlock and WaitPark.
 	ErrUnknownWait = errors.New("sys: unknown wait mode")
 	// ErrClosed is returned by every method of a selector after Close
 	// (Close itself returns nil again; Wake does nothing).
@@ -170,9 +170,9 @@ type Selector interface {
 
 // Wait modes of an epoll Select that may block (Options.Wait).
 const (
-	// WaitPoll looks with a non-blocking epoll_wait first and blocks only
+	// WaitLook looks with a non-blocking epoll_wait first and blocks only
 	// if that finds nothing: the default.
-	WaitPoll = "poll"
+	WaitLook = "look"
 	// WaitBlock blocks in epoll_wait at once.
 	WaitBlock = "block"
 	// WaitPark looks first, then parks the goroutine on the Go runtime's
@@ -183,7 +183,7 @@ const (
 
 // Options tune a selector. The zero Options are the defaults.
 type Options struct {
-	// Wait is how an epoll Select that may block waits: WaitPoll (the
+	// Wait is how an epoll Select that may block waits: WaitLook (the
 	// default; a non-blocking look first, block only if it finds nothing),
 	// WaitBlock or WaitPark (see epoll_wait_linux.go). Other backends
 	// ignore it. Empty means the default.
@@ -206,10 +206,10 @@ func NewWithOptions(backend string, o Options) (Selector, error) {
 	}
 	switch o.Wait {
 	case "":
-		o.Wait = WaitPoll
-	case WaitPoll, WaitBlock, WaitPark:
+		o.Wait = WaitLook
+	case WaitLook, WaitBlock, WaitPark:
 	default:
-		return nil, fmt.Errorf("%w: %q (want %q, %q or %q)", ErrUnknownWait, o.Wait, WaitPoll, WaitBlock, WaitPark)
+		return nil, fmt.Errorf("%w: %q (want %q, %q or %q)", ErrUnknownWait, o.Wait, WaitLook, WaitBlock, WaitPark)
 	}
 	return open(o)
 }

@@ -28,7 +28,7 @@ func selectorCases() []selectorCase {
 		cases = append(cases, selectorCase{name, func() (Selector, error) { return New(name) }})
 	}
 	if runtime.GOOS == "linux" {
-		// epoll's other ways to wait (WaitPoll, the default, is "epoll").
+		// epoll's other ways to wait (WaitLook, the default, is "epoll").
 		for _, mode := range []string{WaitBlock, WaitPark} {
 			cases = append(cases, selectorCase{"epoll-" + mode, func() (Selector, error) {
 				return NewWithOptions(BackendEpoll, Options{Wait: mode})
