@@ -10,8 +10,8 @@ import (
 	"github.com/unipoll/unipoll/poll"
 )
 
-// The fd-reuse hazard of the AEN notes, with real descriptors: a source's
-// event is on its way (queued in the Loop) when the source is removed,
+// The fd-reuse hazard, with real descriptors: a source's event is on its
+// way (queued in the Loop) when the source is removed,
 // its descriptor closed, a new descriptor opened with the same number and
 // added with a new handler. The old event must not reach the new handler.
 // In both cases below the descriptor number is the same, and the new
