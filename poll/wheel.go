@@ -47,8 +47,15 @@ func (w *pollWheel) init(tick time.Duration, slots int, wake func()) {
 }
 
 // expire brings the wheel to the present and sets the delayed readiness
-// that came due. Consumer only.
+// that came due. Consumer only. The check of an empty wheel is inlined
+// here: pollOnce calls expire twice per pass, wheel or no wheel.
 func (w *pollWheel) expire() {
+	if w.Pending() != 0 {
+		w.expireDue()
+	}
+}
+
+func (w *pollWheel) expireDue() {
 	w.Expire()
 	// Set delayed readiness outside the mutex: it may link the
 	// Registration into the readiness queue (lock-free, but no reason to
