@@ -26,7 +26,11 @@
 //   - OpenFds, OpenFdsNow: the process's open descriptors, for leak tests.
 //   - AnonFds, RequireAnonFdsBack: the process's descriptors on anonymous
 //     inodes by kind (eventfd, eventpoll, pidfd, ...), and a check that
-//     they come back to a count taken before.
+//     they come back to a count taken before; RequireRoundLeavesNoAnonFds,
+//     that check around a round of work, after a first round.
+//
+// A package's TestMain: MainWithHelper runs the tests under goleak, or the
+// helper a re-executed test binary was started for.
 //
 // Benchmarks:
 //   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric;
