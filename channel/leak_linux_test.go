@@ -31,9 +31,7 @@ func TestLeakDescriptors(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n) // Readable; Writable was cleared by the Send that filled it
 		if i%2 == 0 {
-			done := make(chan error, 1)
-			go func() { done <- tx.Send(i) }()
-			testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
+			done := blockedSend(t, tx, rx, i)
 			require.NoError(t, rx.Close())
 			require.ErrorIs(t, sendResult(t, done), ErrDisconnected)
 		} else {

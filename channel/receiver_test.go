@@ -23,10 +23,7 @@ func sendAll(t testing.TB, tx *Sender[int], vals ...int) {
 // Receiver is readable and not yet drained make no new edge; a value sent
 // after TryRecv returned ErrEmpty does.
 func TestReceiverEdge(t *testing.T) {
-	p := polltest.New(t)
-	tx, rx := New[int]()
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
+	p, tx, rx := watchedRx(t, poll.Readable, poll.Edge)
 	expectNoEvent(t, p, rxTok)
 
 	sendAll(t, tx, 1, 2, 3)
@@ -54,10 +51,7 @@ func TestReceiverEdge(t *testing.T) {
 // Edge: taking the last value is enough to make the next value an edge
 // (TryRecv pops one ahead); the consumer need not see ErrEmpty first.
 func TestReceiverEdgeAfterLastValue(t *testing.T) {
-	p := polltest.New(t)
-	tx, rx := New[int]()
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
+	p, tx, rx := watchedRx(t, poll.Readable, poll.Edge)
 	sendAll(t, tx, 1)
 	waitEvent(t, p, rxTok)
 	v, err := rx.TryRecv()
@@ -72,10 +66,7 @@ func TestReceiverEdgeAfterLastValue(t *testing.T) {
 // with values left keeps it readable. Drain does not clear R between its
 // batches, only where it stops.
 func TestReceiverEdgeAfterDrainStops(t *testing.T) {
-	p := polltest.New(t)
-	tx, rx := New[int]()
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
+	p, tx, rx := watchedRx(t, poll.Readable, poll.Edge)
 	sendAll(t, tx, 1, 2)
 	waitEvent(t, p, rxTok)
 	for v := range rx.Drain() {
@@ -101,10 +92,7 @@ func TestReceiverEdgeAfterDrainStops(t *testing.T) {
 // Level: reported on every Poll call while a value is pending, and no
 // longer once the last one is taken.
 func TestReceiverLevel(t *testing.T) {
-	p := polltest.New(t)
-	tx, rx := New[int]()
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Level))
+	p, tx, rx := watchedRx(t, poll.Readable, poll.Level)
 	expectNoEvent(t, p, rxTok)
 	sendAll(t, tx, 1, 2)
 	for range 3 {
@@ -170,10 +158,7 @@ func TestReceiverRegisterWhilePending(t *testing.T) {
 // Readiness outside the interest is never reported: a Receiver registered
 // for Writable only is not reported for values.
 func TestReceiverInterest(t *testing.T) {
-	p := polltest.New(t)
-	tx, rx := New[int]()
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Writable, poll.Level))
+	p, tx, rx := watchedRx(t, poll.Writable, poll.Level)
 	sendAll(t, tx, 1)
 	expectNoEvent(t, p, rxTok)
 	require.NoError(t, p.Reregister(rx, rxTok, poll.Readable, poll.Level))
@@ -183,10 +168,7 @@ func TestReceiverInterest(t *testing.T) {
 // Deregister mid-stream: nothing is reported while deregistered, values
 // stay receivable, and registering again reports what is pending.
 func TestReceiverDeregisterMidStream(t *testing.T) {
-	p := polltest.New(t)
-	tx, rx := New[int]()
-	defer rx.Close()
-	require.NoError(t, p.Register(rx, rxTok, poll.Readable, poll.Edge))
+	p, tx, rx := watchedRx(t, poll.Readable, poll.Edge)
 	sendAll(t, tx, 1)
 	require.NoError(t, p.Deregister(rx))
 	expectNoEvent(t, p, rxTok)

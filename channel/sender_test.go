@@ -21,6 +21,16 @@ func (c *core[T]) sleepingNow() bool {
 	return c.sleepers > 0
 }
 
+// blockedSend starts a Send of v on tx, on a full channel, and returns once
+// it is asleep; its result comes on the channel returned (sendResult).
+func blockedSend[T any](t testing.TB, tx *Sender[T], rx *Receiver[T], v T) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- tx.Send(v) }()
+	testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
+	return done
+}
+
 // sendResult waits for the result of a Send running in another goroutine,
 // and fails if it has not returned within eventWait.
 func sendResult(t testing.TB, done <-chan error) error {
@@ -145,9 +155,7 @@ func TestBoundedSendBlocks(t *testing.T) {
 	require.NoError(t, err)
 	defer rx.Close()
 	require.NoError(t, tx.Send(1))
-	done := make(chan error, 1)
-	go func() { done <- tx.Send(2) }()
-	testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
+	done := blockedSend(t, tx, rx, 2)
 	select {
 	case err := <-done:
 		t.Fatalf("Send returned (%v) on a full channel", err)
@@ -173,9 +181,7 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 		require.NoError(t, p.Register(tx, txTok, poll.Writable|poll.Hup, poll.Edge))
 		waitEvent(t, p, txTok)
 		require.NoError(t, tx.Send(1))
-		done := make(chan error, 1)
-		go func() { done <- tx.Send(2) }()
-		testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
+		done := blockedSend(t, tx, rx, 2)
 		require.NoError(t, rx.Close())
 		require.ErrorIs(t, sendResult(t, done), ErrDisconnected)
 		require.Equal(t, poll.Writable|poll.Hup, waitEvent(t, p, txTok))
@@ -187,9 +193,7 @@ func TestBoundedSendUnblockedByClose(t *testing.T) {
 		require.NoError(t, err)
 		defer rx.Close()
 		require.NoError(t, tx.Send(1))
-		done := make(chan error, 1)
-		go func() { done <- tx.Send(2) }()
-		testsupport.WaitFor(t, "Send to block", rx.c.sleepingNow)
+		done := blockedSend(t, tx, rx, 2)
 		require.NoError(t, tx.Close())
 		require.ErrorIs(t, sendResult(t, done), ErrClosed)
 		v, err := rx.TryRecv()

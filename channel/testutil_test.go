@@ -9,7 +9,8 @@ package channel
 
 import (
 	"testing"
-	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/internal/testsupport"
@@ -21,21 +22,25 @@ const (
 	eventWait   = testsupport.EventWait
 )
 
-// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's, with this
-// package's waits.
-func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
-	t.Helper()
-	return polltest.PollOnce(t, p, timeout)
-}
+// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's,
+// with this package's waits.
+var (
+	waits         = polltest.Waits{Event: eventWait, NoEvent: noEventWait}
+	pollOnce      = polltest.PollOnce
+	waitEvent     = waits.WaitEvent
+	expectNoEvent = waits.ExpectNoEvent
+)
 
-func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
+// watchedRx makes a channel of ints whose Receiver is registered with a
+// new Poll under rxTok, for interest in mode; the Receiver is closed at
+// the test's end, before the Poll.
+func watchedRx(t testing.TB, interest poll.Ready, mode poll.PollOpt) (*poll.Poll, *Sender[int], *Receiver[int]) {
 	t.Helper()
-	return polltest.WaitEvent(t, p, tok, eventWait)
-}
-
-func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
-	t.Helper()
-	polltest.ExpectNoEvent(t, p, tok, noEventWait)
+	p := polltest.New(t)
+	tx, rx := New[int]()
+	t.Cleanup(func() { _ = rx.Close() })
+	require.NoError(t, p.Register(rx, rxTok, interest, mode))
+	return p, tx, rx
 }
 
 // recvAll receives until TryRecv returns an error, and returns the values

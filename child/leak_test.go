@@ -22,13 +22,7 @@ import (
 // and no goroutine (the relay) remain. The SIGCHLD path holds one relay
 // goroutine while any of its Watchers lives, however many there are.
 func TestNoLeak(t *testing.T) {
-	// The Go runtime opens descriptors of its own lazily (its netpoller's
-	// epoll and eventfd, at the first timer or pollable file): a first
-	// round makes sure they exist before the baseline is taken.
-	noLeakRound(t)
-	before := testsupport.AnonFds(t)
-	noLeakRound(t)
-	testsupport.RequireAnonFdsBack(t, before, eventWait)
+	testsupport.RequireRoundLeavesNoAnonFds(t, eventWait, func() { noLeakRound(t) })
 }
 
 func noLeakRound(t *testing.T) {

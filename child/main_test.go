@@ -3,11 +3,10 @@
 package child
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // helperEnv names the helper a re-executed test binary runs instead of the
@@ -18,13 +17,4 @@ const helperEnv = "UNIPOLL_CHILD_HELPER"
 // TestMain runs a helper when asked to, and otherwise the tests, failing
 // them if a goroutine is left running when they finish: the SIGCHLD relay
 // must leave with the last fallback Watcher.
-func TestMain(m *testing.M) {
-	if name := os.Getenv(helperEnv); name != "" {
-		if err := runHelper(name); err != nil {
-			fmt.Println("helper:", err)
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testsupport.MainWithHelper(m, helperEnv, os.Stdout, runHelper) }

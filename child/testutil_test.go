@@ -79,17 +79,14 @@ func watchOn(t testing.TB, cmd *exec.Cmd, pa path) *Watcher {
 	return w
 }
 
-// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's, with this
-// package's waits.
-func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
-	t.Helper()
-	return polltest.PollOnce(t, p, timeout)
-}
-
-func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
-	t.Helper()
-	return polltest.WaitEvent(t, p, tok, eventWait)
-}
+// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's,
+// with this package's waits.
+var (
+	waits         = polltest.Waits{Event: eventWait, NoEvent: noEventWait}
+	pollOnce      = polltest.PollOnce
+	waitEvent     = waits.WaitEvent
+	expectNoEvent = waits.ExpectNoEvent
+)
 
 // waitEvents polls until every token in toks has been reported, and fails
 // if one is reported twice (they are edge or oneshot registrations of
@@ -110,11 +107,6 @@ func waitEvents(t testing.TB, p *poll.Poll, toks ...poll.Token) {
 			seen[tok] = true
 		}
 	}
-}
-
-func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
-	t.Helper()
-	polltest.ExpectNoEvent(t, p, tok, noEventWait)
 }
 
 // waitFor is testsupport.WaitFor with this package's longer wait: a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -152,11 +153,8 @@ func TestActionRearmOneshot(t *testing.T) {
 // event that should not come would have come.
 func quiesce(t *testing.T, l *Loop) {
 	t.Helper()
-	before := l.Stats().Iterations
-	eventually(t, "three iterations", func() bool {
-		_ = l.Post(func(*Loop) {})
-		return l.Stats().Iterations >= before+3
-	})
+	testsupport.Quiesce(t, waitLimit, func() uint64 { return l.Stats().Iterations },
+		func() { _ = l.Post(func(*Loop) {}) })
 }
 
 // Disarm (the action, and the method from another goroutine): no calls

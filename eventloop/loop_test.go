@@ -86,7 +86,7 @@ func TestRunCancelledContext(t *testing.T) {
 	_, err = b.Write([]byte("x"))
 	require.NoError(t, err)
 	<-called
-	require.NoError(t, r.stop(t))
+	require.NoError(t, r.Stop(t))
 }
 
 // serialHandler checks that Run's Handler is never called concurrently

@@ -39,17 +39,7 @@ func TestFdReuseSameIteration(t *testing.T) {
 		newTok.Store(uint64(tok))
 		return Keep
 	}}
-	var err error
-	oldTok, err = l.Add(poll.Fd(r1), poll.Readable, poll.Edge, oldCalls)
-	require.NoError(t, err)
-	trigger := newRegSource(t)
-	_, err = l.Add(trigger.reg, poll.Readable, poll.Edge, remover, Priority(1))
-	require.NoError(t, err)
-	// Both ready before Run: the first Poll returns both.
-	_, err = unix.Write(w1, []byte("old"))
-	require.NoError(t, err)
-	require.NoError(t, trigger.set.SetReadiness(poll.Readable))
-	start(t, l, nil)
+	startRemoval(t, l, r1, w1, oldCalls, remover, &oldTok)
 	eventually(t, "the new source", func() bool { return newTok.Load() != 0 })
 	defer unix.Close(newFds[0])
 	defer unix.Close(newFds[1])
@@ -85,15 +75,7 @@ func TestFdReuseEntryReused(t *testing.T) {
 		require.NoError(t, unix.Close(r1))
 		close(closed)
 	}}
-	oldTok, err = l.Add(poll.Fd(r1), poll.Readable, poll.Edge, oldH)
-	require.NoError(t, err)
-	trigger := newRegSource(t)
-	_, err = l.Add(trigger.reg, poll.Readable, poll.Edge, remover, Priority(1))
-	require.NoError(t, err)
-	_, err = unix.Write(w1, []byte("old"))
-	require.NoError(t, err)
-	require.NoError(t, trigger.set.SetReadiness(poll.Readable))
-	start(t, l, nil)
+	startRemoval(t, l, r1, w1, oldH, remover, &oldTok)
 	<-closed
 	// The entry goes back to the table once Removed has returned: wait
 	// for that, so that Add takes it.
@@ -166,4 +148,23 @@ type removedFunc struct {
 func (r *removedFunc) Removed(l *Loop, t poll.Token) {
 	r.recorder.Removed(l, t)
 	r.f()
+}
+
+// startRemoval adds the pipe's read end r (the old source, handled by
+// oldH, its token stored in *oldTok before the Loop runs) and a trigger
+// source handled by remover at priority 1, makes both ready (a write on
+// w, the trigger set) and runs the Loop: its first Poll returns both, and
+// remover runs first.
+func startRemoval(t *testing.T, l *Loop, r, w int, oldH, remover SourceHandler, oldTok *poll.Token) {
+	t.Helper()
+	var err error
+	*oldTok, err = l.Add(poll.Fd(r), poll.Readable, poll.Edge, oldH)
+	require.NoError(t, err)
+	trigger := newRegSource(t)
+	_, err = l.Add(trigger.reg, poll.Readable, poll.Edge, remover, Priority(1))
+	require.NoError(t, err)
+	_, err = unix.Write(w, []byte("old"))
+	require.NoError(t, err)
+	require.NoError(t, trigger.set.SetReadiness(poll.Readable))
+	start(t, l, nil)
 }

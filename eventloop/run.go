@@ -28,17 +28,13 @@ func (l *Loop) Run(ctx context.Context, h Handler) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: eventloop: Run needs a context", ErrInvalidArgument)
 	}
-	if f, ok := h.(HandlerFunc); ok && f == nil {
-		return fmt.Errorf("%w: eventloop: Run with a nil HandlerFunc", ErrInvalidArgument)
+	if err := nilHandler("Run", h); err != nil {
+		return err
 	}
 	l.mu.Lock()
-	switch {
-	case l.closed.Load():
+	if err := l.claimableLocked(); err != nil {
 		l.mu.Unlock()
-		return ErrClosed
-	case l.active:
-		l.mu.Unlock()
-		return ErrRunning
+		return err
 	}
 	l.active = true
 	l.mu.Unlock()
@@ -127,20 +123,13 @@ func (l *Loop) RunOnce(timeout time.Duration, h Handler) error {
 	if l == nil || l.p == nil {
 		return errZeroLoop
 	}
-	if f, ok := h.(HandlerFunc); ok && f == nil {
-		return fmt.Errorf("%w: eventloop: RunOnce with a nil HandlerFunc", ErrInvalidArgument)
+	if err := nilHandler("RunOnce", h); err != nil {
+		return err
 	}
 	l.mu.Lock()
-	switch {
-	case l.closed.Load():
+	if err := l.claimableLocked(); err != nil || l.stop.Load() {
 		l.mu.Unlock()
-		return ErrClosed
-	case l.active:
-		l.mu.Unlock()
-		return ErrRunning
-	case l.stop.Load():
-		l.mu.Unlock()
-		return nil
+		return err // nil after Shutdown
 	}
 	l.active = true
 	if l.once == nil {
@@ -154,4 +143,24 @@ func (l *Loop) RunOnce(timeout time.Duration, h Handler) error {
 	w.flushNext()
 	l.endRun([]*worker{w})
 	return err
+}
+
+// claimableLocked, with l.mu held, says whether a Run or RunOnce may claim
+// the Loop: not a closed one, nor one another run holds.
+func (l *Loop) claimableLocked() error {
+	switch {
+	case l.closed.Load():
+		return ErrClosed
+	case l.active:
+		return ErrRunning
+	}
+	return nil
+}
+
+// nilHandler refuses a nil HandlerFunc given to call.
+func nilHandler(call string, h Handler) error {
+	if f, ok := h.(HandlerFunc); ok && f == nil {
+		return fmt.Errorf("%w: eventloop: %s with a nil HandlerFunc", ErrInvalidArgument, call)
+	}
+	return nil
 }

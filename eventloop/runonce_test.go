@@ -51,7 +51,7 @@ func TestRunOnce(t *testing.T) {
 	require.NoError(t, l.Post(func(*Loop) {}))
 	eventually(t, "Run's first iteration", func() bool { return ran.ticks.Load() > 0 })
 	require.ErrorIs(t, l.RunOnce(0, nil), ErrRunning)
-	require.NoError(t, r.stop(t))
+	require.NoError(t, r.Stop(t))
 	l.Shutdown()
 	require.NoError(t, l.RunOnce(-1, nil), "after Shutdown RunOnce returns at once")
 	require.NoError(t, l.Close())

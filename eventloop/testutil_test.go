@@ -2,12 +2,10 @@ package eventloop
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
@@ -33,41 +31,11 @@ func newLoop(t testing.TB, c Config) *Loop {
 	return l
 }
 
-// running is a Run in another goroutine.
-type running struct {
-	done   chan error
-	cancel context.CancelFunc
-}
-
-// start runs l in a goroutine; stop (or the test's end) shuts it down and
-// waits for Run to return.
-func start(t testing.TB, l *Loop, h Handler) *running {
+// start runs l in a goroutine; Stop (or the test's end) shuts it down
+// and waits for Run to return.
+func start(t testing.TB, l *Loop, h Handler) *testsupport.Running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{done: make(chan error, 1), cancel: cancel}
-	go func() { r.done <- l.Run(ctx, h) }()
-	t.Cleanup(func() { r.stop(t) })
-	return r
-}
-
-// stop shuts the Run down and returns its result; later calls return nil.
-func (r *running) stop(t testing.TB) error {
-	t.Helper()
-	if r.done == nil {
-		return nil
-	}
-	r.cancel()
-	select {
-	case err := <-r.done:
-		r.done = nil
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	case <-time.After(waitLimit):
-		t.Fatalf("Run did not return within %v of its context's end", waitLimit)
-		return nil
-	}
+	return testsupport.StartRun(t, waitLimit, func(ctx context.Context) error { return l.Run(ctx, h) })
 }
 
 // pair returns a connected socket pair, closed at the test's end.
@@ -92,18 +60,7 @@ func drain(c interface{ Read([]byte) (int, error) }) int {
 	}
 }
 
-// pipe returns a non-blocking pipe's two descriptors; the caller closes
-// them. (pipe then fcntl, not pipe2, which darwin lacks; the tests start
-// no process that could inherit them meanwhile.)
-func pipe(t testing.TB) (r, w int) {
-	t.Helper()
-	var p [2]int
-	require.NoError(t, unix.Pipe(p[:]))
-	for _, fd := range p {
-		unix.CloseOnExec(fd)
-		require.NoError(t, unix.SetNonblock(fd, true))
-	}
-	return p[0], p[1]
-}
+// pipe is testsupport.Pipe: the caller closes the descriptors.
+func pipe(t testing.TB) (r, w int) { return testsupport.Pipe(t) }
 
 var _ poll.Evented = poll.Fd(0)

@@ -2,52 +2,20 @@ package eventloop
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/poll"
 )
 
-// held is a handler whose first call waits to be
-// released: while it waits, its source runs on one worker and the others
-// poll and take the rest.
-type held struct {
-	entered chan struct{} // closed once the first call has begun
-	release chan struct{} // closed by the test to end the first call
-	inside  atomic.Int32
-	calls   atomic.Int32
-	overlap atomic.Bool
-}
+// held is a handler whose first call waits to be released
+// (testsupport.Held).
+type held struct{ *testsupport.Held }
 
-func newHeld() *held { return &held{entered: make(chan struct{}), release: make(chan struct{})} }
-
-// call is the body of every call.
-func (h *held) call() {
-	if h.inside.Add(1) > 1 {
-		h.overlap.Store(true)
-	}
-	if h.calls.Add(1) == 1 {
-		close(h.entered)
-		<-h.release
-	}
-	h.inside.Add(-1)
-}
-
-func (h *held) Ready(*Loop, poll.Event) Action { h.call(); return Keep }
-func (h *held) Removed(*Loop, poll.Token)      {}
-
-// waitClosed waits for ch to be closed, at most waitLimit.
-func waitClosed(t *testing.T, ch chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(waitLimit):
-		t.Fatalf("waited %v for %s", waitLimit, what)
-	}
-}
+func (h held) Ready(*Loop, poll.Event) Action { h.Call(); return Keep }
+func (h held) Removed(*Loop, poll.Token)      {}
 
 // A Trigger or an edge of a source's readiness, coming while the source's
 // handler runs on one worker, is taken by another worker's Poll, which
@@ -63,7 +31,7 @@ func TestTriggerWhileRunningElsewhere(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d workers", how, workers), func(t *testing.T) {
 				l := newLoop(t, Config{Workers: workers})
 				start(t, l, nil)
-				h := newHeld()
+				h := held{testsupport.NewHeld()}
 				src := newRegSource(t)
 				tok, err := l.Add(src.reg, poll.Readable, poll.Edge, h)
 				require.NoError(t, err)
@@ -72,15 +40,9 @@ func TestTriggerWhileRunningElsewhere(t *testing.T) {
 				if how == "Trigger" {
 					trigger = func() { require.NoError(t, l.Trigger(tok)) }
 				}
-				waitClosed(t, h.entered, "the first call")
-				trigger()
-				posted := make(chan struct{})
-				require.NoError(t, l.Post(func(*Loop) { close(posted) }))
-				waitClosed(t, posted, "a posted function while the first call is held")
-				require.Equal(t, int32(1), h.calls.Load(), "a call began while the first was held")
-				close(h.release)
-				eventually(t, "a call after the trigger", func() bool { return h.calls.Load() >= 2 })
-				require.False(t, h.overlap.Load(), "two calls at once")
+				h.CheckTriggerWhileHeld(t, waitLimit, trigger, func(f func()) error {
+					return l.Post(func(*Loop) { f() })
+				})
 			})
 		}
 	}

@@ -174,14 +174,8 @@ func (c *Conn) Closed() bool { return c.zero() || c.closed }
 // ErrWriteQueueFull, queuing nothing, if that would pass MaxWriteQueue,
 // and ErrClosed after Close.
 func (c *Conn) Write(b []byte) (int, error) {
-	if c.zero() {
-		return 0, errZeroConn
-	}
-	if c.closed || c.closing || c.failed {
-		return 0, ErrClosed
-	}
-	if c.Queued()+len(b) > c.cfg.MaxWriteQueue {
-		return 0, ErrWriteQueueFull
+	if err := c.canQueue(len(b)); err != nil {
+		return 0, err
 	}
 	c.out = append(c.out, b...)
 	c.afterQueue()
@@ -190,14 +184,8 @@ func (c *Conn) Write(b []byte) (int, error) {
 
 // WriteString is Write for a string, without converting it.
 func (c *Conn) WriteString(s string) (int, error) {
-	if c.zero() {
-		return 0, errZeroConn
-	}
-	if c.closed || c.closing || c.failed {
-		return 0, ErrClosed
-	}
-	if c.Queued()+len(s) > c.cfg.MaxWriteQueue {
-		return 0, ErrWriteQueueFull
+	if err := c.canQueue(len(s)); err != nil {
+		return 0, err
 	}
 	c.out = append(c.out, s...)
 	c.afterQueue()
@@ -205,6 +193,21 @@ func (c *Conn) WriteString(s string) (int, error) {
 }
 
 var _ io.Writer = (*Conn)(nil)
+
+// canQueue says whether n more bytes may be queued: not on a zero Conn,
+// nor a closed or failing one, nor past MaxWriteQueue.
+func (c *Conn) canQueue(n int) error {
+	if c.zero() {
+		return errZeroConn
+	}
+	if c.closed || c.closing || c.failed {
+		return ErrClosed
+	}
+	if c.Queued()+n > c.cfg.MaxWriteQueue {
+		return ErrWriteQueueFull
+	}
+	return nil
+}
 
 // afterQueue applies back pressure and makes sure the output is written.
 func (c *Conn) afterQueue() {

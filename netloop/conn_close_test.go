@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // Closing the Loop closes the Conns still on it, as it removes every
@@ -19,7 +20,7 @@ func TestCloseClosesConns(t *testing.T) {
 		t.Run(map[bool]string{false: "idle", true: "during Run"}[during], func(t *testing.T) {
 			l, err := eventloop.New(eventloop.Config{})
 			require.NoError(t, err)
-			var r *running
+			var r *testsupport.Running
 			if during {
 				r = start(t, l, nil)
 			}
@@ -39,7 +40,7 @@ func TestCloseClosesConns(t *testing.T) {
 			}
 			require.NoError(t, l.Close())
 			if during {
-				require.NoError(t, r.stop(t))
+				require.NoError(t, r.Stop(t))
 			}
 			select {
 			case err := <-h.closed:

@@ -2,25 +2,24 @@ package netloop
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // waitLimit bounds every wait for a condition: long, because the machine
 // is shared and slow, and a failure shows as a timeout anyway.
 const waitLimit = 20 * time.Second
 
-// eventually waits for cond, polling it, and fails after waitLimit.
+// eventually is testsupport.WaitFor with this package's longer wait.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	require.Eventually(t, cond, waitLimit, time.Millisecond, "waiting for %s", what)
+	testsupport.WaitForWithin(t, waitLimit, what, cond)
 }
 
 // newLoop makes a Loop that the test closes at its end.
@@ -32,41 +31,11 @@ func newLoop(t testing.TB, c eventloop.Config) *eventloop.Loop {
 	return l
 }
 
-// running is a Run in another goroutine.
-type running struct {
-	done   chan error
-	cancel context.CancelFunc
-}
-
-// start runs l in a goroutine; stop (or the test's end) shuts it down and
-// waits for Run to return.
-func start(t testing.TB, l *eventloop.Loop, h eventloop.Handler) *running {
+// start runs l in a goroutine; Stop (or the test's end) shuts it down
+// and waits for Run to return.
+func start(t testing.TB, l *eventloop.Loop, h eventloop.Handler) *testsupport.Running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{done: make(chan error, 1), cancel: cancel}
-	go func() { r.done <- l.Run(ctx, h) }()
-	t.Cleanup(func() { r.stop(t) })
-	return r
-}
-
-// stop shuts the Run down and returns its result; later calls return nil.
-func (r *running) stop(t testing.TB) error {
-	t.Helper()
-	if r.done == nil {
-		return nil
-	}
-	r.cancel()
-	select {
-	case err := <-r.done:
-		r.done = nil
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	case <-time.After(waitLimit):
-		t.Fatalf("Run did not return within %v of its context's end", waitLimit)
-		return nil
-	}
+	return testsupport.StartRun(t, waitLimit, func(ctx context.Context) error { return l.Run(ctx, h) })
 }
 
 // runtimeGosched lets other goroutines run in a polling wait.
@@ -76,23 +45,9 @@ func runtimeGosched() { runtime.Gosched() }
 // event that should not come would have come.
 func quiesce(t *testing.T, l *eventloop.Loop) {
 	t.Helper()
-	before := l.Stats().Iterations
-	eventually(t, "three iterations", func() bool {
-		_ = l.Post(func(*eventloop.Loop) {})
-		return l.Stats().Iterations >= before+3
-	})
+	testsupport.Quiesce(t, waitLimit, func() uint64 { return l.Stats().Iterations },
+		func() { _ = l.Post(func(*eventloop.Loop) {}) })
 }
 
-// pipe returns a non-blocking pipe's two descriptors; the caller closes
-// them. (pipe then fcntl, not pipe2, which darwin lacks; the tests start
-// no process that could inherit them meanwhile.)
-func pipe(t testing.TB) (r, w int) {
-	t.Helper()
-	var p [2]int
-	require.NoError(t, unix.Pipe(p[:]))
-	for _, fd := range p {
-		unix.CloseOnExec(fd)
-		require.NoError(t, unix.SetNonblock(fd, true))
-	}
-	return p[0], p[1]
-}
+// pipe is testsupport.Pipe: the caller closes the descriptors.
+func pipe(t testing.TB) (r, w int) { return testsupport.Pipe(t) }

@@ -143,19 +143,31 @@ func selectorError(op string, fd int, err error) error {
 	return fmt.Errorf("%s descriptor %d: %w", op, fd, err)
 }
 
-func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
+// lockFdCall checks the arguments of a Register or Reregister of fd and
+// takes regMu, open Poll permitting: on nil error the caller holds regMu
+// and must release it. It returns opts as validate normalised them.
+func (p *Poll) lockFdCall(fd int, t Token, interest Ready, opts PollOpt) (PollOpt, error) {
 	opts, err := validate(t, interest, opts)
+	if err != nil {
+		return opts, err
+	}
+	if err := checkFd(fd); err != nil {
+		return opts, err
+	}
+	p.regMu.Lock()
+	if p.closed.Load() {
+		p.regMu.Unlock()
+		return opts, ErrClosed
+	}
+	return opts, nil
+}
+
+func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
+	opts, err := p.lockFdCall(fd, t, interest, opts)
 	if err != nil {
 		return err
 	}
-	if err := checkFd(fd); err != nil {
-		return err
-	}
-	p.regMu.Lock()
 	defer p.regMu.Unlock()
-	if p.closed.Load() {
-		return ErrClosed
-	}
 	h, r, err := p.fds.tab.Take(uint32(fd)) // checkFd keeps fd below table.MaxLen
 	if err != nil {
 		return wrapf(ErrAlreadyRegistered, "descriptor %d", fd)
@@ -174,18 +186,11 @@ func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
 }
 
 func (p *Poll) reregisterFd(fd int, t Token, interest Ready, opts PollOpt) error {
-	opts, err := validate(t, interest, opts)
+	opts, err := p.lockFdCall(fd, t, interest, opts)
 	if err != nil {
 		return err
 	}
-	if err := checkFd(fd); err != nil {
-		return err
-	}
-	p.regMu.Lock()
 	defer p.regMu.Unlock()
-	if p.closed.Load() {
-		return ErrClosed
-	}
 	h, r, ok := p.fds.tab.Current(uint32(fd))
 	if !ok {
 		return wrapf(ErrNotRegistered, "descriptor %d", fd)

@@ -15,25 +15,21 @@ import (
 // readiness is not reported either; registering again (under a new token)
 // reports it at once (rule 5).
 func TestFdRule7DeregisterDiscardsPending(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
-		forModes(t, nil, func(t *testing.T, opts PollOpt) {
-			forEachKind(t, newPoll, func(t *testing.T, p *Poll, k readyKind, kf kindFd) {
-				ev := NewEvents(8)
-				require.NoError(t, p.Register(Fd(kf.fd), 1, k.interest, opts))
-				kf.fire(t)
-				waitKernelReady(t, kf.fd, k.raw)
-				require.NoError(t, p.Deregister(Fd(kf.fd)))
-				requireNoEvents(t, p, ev)
-				if kf.clear != nil {
-					kf.unfire(t)
-					kf.fire(t)
-					waitKernelReady(t, kf.fd, k.raw)
-					requireNoEvents(t, p, ev)
-				}
-				require.NoError(t, p.Register(Fd(kf.fd), 2, k.interest, opts))
-				requireNext(t, p, ev, 2, k.want)
-			})
-		})
+	forModesKinds(t, nil, func(t *testing.T, p *Poll, opts PollOpt, k readyKind, kf kindFd) {
+		ev := NewEvents(8)
+		require.NoError(t, p.Register(Fd(kf.fd), 1, k.interest, opts))
+		kf.fire(t)
+		waitKernelReady(t, kf.fd, k.raw)
+		require.NoError(t, p.Deregister(Fd(kf.fd)))
+		requireNoEvents(t, p, ev)
+		if kf.clear != nil {
+			kf.unfire(t)
+			kf.fire(t)
+			waitKernelReady(t, kf.fd, k.raw)
+			requireNoEvents(t, p, ev)
+		}
+		require.NoError(t, p.Register(Fd(kf.fd), 2, k.interest, opts))
+		requireNext(t, p, ev, 2, k.want)
 	})
 }
 
@@ -41,23 +37,19 @@ func TestFdRule7DeregisterDiscardsPending(t *testing.T) {
 // the kernel had before Reregister, carry the new token; the old one is
 // never reported again.
 func TestFdRule7ReregisterChangesToken(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
-		forModes(t, nil, func(t *testing.T, opts PollOpt) {
-			forEachKind(t, newPoll, func(t *testing.T, p *Poll, k readyKind, kf kindFd) {
-				ev := NewEvents(8)
-				require.NoError(t, p.Register(Fd(kf.fd), 1, k.interest, opts))
-				kf.fire(t)
-				waitKernelReady(t, kf.fd, k.raw)
-				require.NoError(t, p.Reregister(Fd(kf.fd), 2, k.interest, opts))
-				evs := pollEvents(t, p, ev, 0)
-				require.Equal(t, []Event{{Token: 2, Ready: k.want}}, evs)
-				for range 3 {
-					for _, e := range pollEvents(t, p, ev, noEventWait) {
-						require.Equal(t, Event{Token: 2, Ready: k.want}, e)
-					}
-				}
-			})
-		})
+	forModesKinds(t, nil, func(t *testing.T, p *Poll, opts PollOpt, k readyKind, kf kindFd) {
+		ev := NewEvents(8)
+		require.NoError(t, p.Register(Fd(kf.fd), 1, k.interest, opts))
+		kf.fire(t)
+		waitKernelReady(t, kf.fd, k.raw)
+		require.NoError(t, p.Reregister(Fd(kf.fd), 2, k.interest, opts))
+		evs := pollEvents(t, p, ev, 0)
+		require.Equal(t, []Event{{Token: 2, Ready: k.want}}, evs)
+		for range 3 {
+			for _, e := range pollEvents(t, p, ev, noEventWait) {
+				require.Equal(t, Event{Token: 2, Ready: k.want}, e)
+			}
+		}
 	})
 }
 

@@ -137,41 +137,37 @@ func TestFdRule3Level(t *testing.T) {
 // readiness arrives, until Reregister re-arms it; then it fires at once if
 // still ready (rule 5), and once more only.
 func TestFdRule4Oneshot(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
-		forModes(t, []string{"Oneshot", "EdgeOneshot"}, func(t *testing.T, opts PollOpt) {
-			forEachKind(t, newPoll, func(t *testing.T, p *Poll, k readyKind, kf kindFd) {
-				ev := NewEvents(8)
-				require.NoError(t, p.Register(Fd(kf.fd), 7, k.interest, opts))
-				requireNoEvents(t, p, ev)
+	forModesKinds(t, []string{"Oneshot", "EdgeOneshot"}, func(t *testing.T, p *Poll, opts PollOpt, k readyKind, kf kindFd) {
+		ev := NewEvents(8)
+		require.NoError(t, p.Register(Fd(kf.fd), 7, k.interest, opts))
+		requireNoEvents(t, p, ev)
 
-				kf.fire(t)
-				requireEvent(t, p, ev, 7, k.want)
-				requireNoEvents(t, p, ev)
-				if kf.clear != nil {
-					// New readiness while disarmed: still nothing.
-					kf.unfire(t)
-					kf.fire(t)
-					waitKernelReady(t, kf.fd, k.raw)
-					requireNoEvents(t, p, ev)
-				}
+		kf.fire(t)
+		requireEvent(t, p, ev, 7, k.want)
+		requireNoEvents(t, p, ev)
+		if kf.clear != nil {
+			// New readiness while disarmed: still nothing.
+			kf.unfire(t)
+			kf.fire(t)
+			waitKernelReady(t, kf.fd, k.raw)
+			requireNoEvents(t, p, ev)
+		}
 
-				// Re-arm: still ready, so it fires at once, then once only.
-				require.NoError(t, p.Reregister(Fd(kf.fd), 7, k.interest, opts))
-				requireNext(t, p, ev, 7, k.want)
-				requireNoEvents(t, p, ev)
+		// Re-arm: still ready, so it fires at once, then once only.
+		require.NoError(t, p.Reregister(Fd(kf.fd), 7, k.interest, opts))
+		requireNext(t, p, ev, 7, k.want)
+		requireNoEvents(t, p, ev)
 
-				if kf.clear == nil {
-					return
-				}
-				// Re-arm while not ready: nothing until it becomes ready.
-				kf.unfire(t)
-				require.NoError(t, p.Reregister(Fd(kf.fd), 7, k.interest, opts))
-				requireNoEvents(t, p, ev)
-				kf.fire(t)
-				requireEvent(t, p, ev, 7, k.want)
-				requireNoEvents(t, p, ev)
-			})
-		})
+		if kf.clear == nil {
+			return
+		}
+		// Re-arm while not ready: nothing until it becomes ready.
+		kf.unfire(t)
+		require.NoError(t, p.Reregister(Fd(kf.fd), 7, k.interest, opts))
+		requireNoEvents(t, p, ev)
+		kf.fire(t)
+		requireEvent(t, p, ev, 7, k.want)
+		requireNoEvents(t, p, ev)
 	})
 }
 
@@ -252,20 +248,16 @@ func refusedUDP(t testing.TB) int {
 // in every mode; so is Reregister of a ready descriptor that has already
 // been reported (edge, oneshot) or that is reported anyway (level).
 func TestFdRule5RegisterWhileReady(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
-		forModes(t, nil, func(t *testing.T, opts PollOpt) {
-			forEachKind(t, newPoll, func(t *testing.T, p *Poll, k readyKind, kf kindFd) {
-				ev := NewEvents(8)
-				kf.fire(t)
-				waitKernelReady(t, kf.fd, k.raw)
-				require.NoError(t, p.Register(Fd(kf.fd), 3, k.interest, opts))
-				requireNext(t, p, ev, 3, k.want)
-				if opts.IsOneshot() || opts.IsEdge() {
-					requireNoEvents(t, p, ev)
-				}
-				require.NoError(t, p.Reregister(Fd(kf.fd), 4, k.interest, opts))
-				requireNext(t, p, ev, 4, k.want)
-			})
-		})
+	forModesKinds(t, nil, func(t *testing.T, p *Poll, opts PollOpt, k readyKind, kf kindFd) {
+		ev := NewEvents(8)
+		kf.fire(t)
+		waitKernelReady(t, kf.fd, k.raw)
+		require.NoError(t, p.Register(Fd(kf.fd), 3, k.interest, opts))
+		requireNext(t, p, ev, 3, k.want)
+		if opts.IsOneshot() || opts.IsEdge() {
+			requireNoEvents(t, p, ev)
+		}
+		require.NoError(t, p.Reregister(Fd(kf.fd), 4, k.interest, opts))
+		requireNext(t, p, ev, 4, k.want)
 	})
 }

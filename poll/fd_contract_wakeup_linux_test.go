@@ -21,22 +21,18 @@ import (
 // the event carries what the kernel showed, k.early, and the rest comes as
 // new readiness by the mode's rule (requireRest).
 func TestFdRule8WakesBlockedPoll(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
-		forModes(t, nil, func(t *testing.T, opts PollOpt) {
-			forEachKind(t, newPoll, func(t *testing.T, p *Poll, k readyKind, kf kindFd) {
-				require.NoError(t, p.Register(Fd(kf.fd), 9, k.interest, opts))
-				res := startPollForever(p)
-				waitSelecting(t, p, 0)
-				kf.fire(t)
-				evs := res.wait(t, p)
-				if k.early != 0 && len(evs) == 1 && evs[0] == (Event{Token: 9, Ready: k.early}) {
-					t.Logf("the blocked Poll saw the change half made: %v", evs[0].Ready)
-					requireRest(t, p, kf.fd, 9, k.interest, opts, k.want)
-					return
-				}
-				require.Equal(t, []Event{{Token: 9, Ready: k.want}}, evs)
-			})
-		})
+	forModesKinds(t, nil, func(t *testing.T, p *Poll, opts PollOpt, k readyKind, kf kindFd) {
+		require.NoError(t, p.Register(Fd(kf.fd), 9, k.interest, opts))
+		res := startPollForever(p)
+		waitSelecting(t, p, 0)
+		kf.fire(t)
+		evs := res.wait(t, p)
+		if k.early != 0 && len(evs) == 1 && evs[0] == (Event{Token: 9, Ready: k.early}) {
+			t.Logf("the blocked Poll saw the change half made: %v", evs[0].Ready)
+			requireRest(t, p, kf.fd, 9, k.interest, opts, k.want)
+			return
+		}
+		require.Equal(t, []Event{{Token: 9, Ready: k.want}}, evs)
 	})
 }
 

@@ -180,6 +180,19 @@ func forEachKind(t *testing.T, newPoll newPollFunc, fn func(t *testing.T, p *Pol
 	}
 }
 
+// forModesKinds runs fn on every backend, in every mode named (all for
+// nil, as forModes), on every kind of descriptor: the loops most rule
+// tests of descriptors are made of.
+func forModesKinds(t *testing.T, names []string, fn func(t *testing.T, p *Poll, opts PollOpt, k readyKind, kf kindFd)) {
+	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
+		forModes(t, names, func(t *testing.T, opts PollOpt) {
+			forEachKind(t, newPoll, func(t *testing.T, p *Poll, k readyKind, kf kindFd) {
+				fn(t, p, opts, k, kf)
+			})
+		})
+	})
+}
+
 // tryReset closes s, which resetOnClose made send a RST, and returns once
 // its peer c shows the whole reset. Linux resets a socket in steps
 // (tcp_done_with_error and tcp_done, net/ipv4/tcp_input.c and tcp.c): it

@@ -29,10 +29,7 @@ func TestHeldNodeReportedAgainWithoutPush(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
 		forModes(t, []string{"Edge", "Level"}, func(t *testing.T, opts PollOpt) {
 			p := newPoll(t)
-			ev := NewEvents(4)
-			r, s := newRegistered(t, p, 1, Readable, opts)
-			require.NoError(t, s.SetReadiness(Readable))
-			requireNext(t, p, ev, 1, Readable)
+			r, s, ev := reported(t, p, Readable, opts)
 
 			held, st := heldState(p, r.n)
 			require.True(t, held, "a reported node stays held")
@@ -52,10 +49,7 @@ func TestHeldNodeReportedAgainWithoutPush(t *testing.T) {
 func TestHeldNodeReleasedWhenIdle(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
 		p := newPoll(t)
-		ev := NewEvents(4)
-		r, s := newRegistered(t, p, 1, Readable, Edge)
-		require.NoError(t, s.SetReadiness(Readable))
-		requireNext(t, p, ev, 1, Readable)
+		r, s, ev := reported(t, p, Readable, Edge)
 
 		// Polls that do not block leave it held for heldIdleScans calls,
 		// then let it go.
@@ -78,10 +72,7 @@ func TestHeldNodeReleasedWhenIdle(t *testing.T) {
 func TestHeldNodesReleasedBeforeBlocking(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
 		p := newPoll(t)
-		ev := NewEvents(4)
-		r, s := newRegistered(t, p, 1, Readable, Edge)
-		require.NoError(t, s.SetReadiness(Readable))
-		requireNext(t, p, ev, 1, Readable)
+		r, s, ev := reported(t, p, Readable, Edge)
 
 		// A call that may block first releases what it holds: a
 		// producer that sets the node later must find it unlinked, link
@@ -122,10 +113,7 @@ func TestHeldNodeFiredBeforeBlockingIsReported(t *testing.T) {
 func TestHeldNodeDeregisteredAndReregistered(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newPoll newPollFunc) {
 		p := newPoll(t)
-		ev := NewEvents(4)
-		r, s := newRegistered(t, p, 1, Readable|Writable, Edge)
-		require.NoError(t, s.SetReadiness(Readable))
-		requireNext(t, p, ev, 1, Readable)
+		r, s, ev := reported(t, p, Readable|Writable, Edge)
 
 		// Deregistered while held: never reported, and let go by the next
 		// call.
@@ -153,10 +141,7 @@ func TestHeldNodeDeregisteredAndReregistered(t *testing.T) {
 
 func TestHeldNodeClosedIsForgotten(t *testing.T) {
 	p := newPollConfig(t, Config{})
-	ev := NewEvents(4)
-	r, s := newRegistered(t, p, 1, Readable, Level)
-	require.NoError(t, s.SetReadiness(Readable))
-	requireNext(t, p, ev, 1, Readable)
+	r, _, ev := reported(t, p, Readable, Level)
 	require.NoError(t, r.Close())
 	require.Empty(t, pollEvents(t, p, ev, 0), "a closed node was reported")
 	held, _ := heldState(p, r.n)
@@ -186,4 +171,16 @@ func TestHeldRingTrimmed(t *testing.T) {
 	defer p.pollMu.Unlock()
 	require.Zero(t, p.held.Len())
 	require.LessOrEqual(t, p.held.Cap(), heldKeep, "an empty ring kept its memory")
+}
+
+// reported registers a Registration with p under token 1 for interest in
+// mode, makes it Readable and takes that event: what the held-node tests
+// start from.
+func reported(t *testing.T, p *Poll, interest Ready, mode PollOpt) (*Registration, *SetReadiness, *Events) {
+	t.Helper()
+	ev := NewEvents(4)
+	r, s := newRegistered(t, p, 1, interest, mode)
+	require.NoError(t, s.SetReadiness(Readable))
+	requireNext(t, p, ev, 1, Readable)
+	return r, s, ev
 }

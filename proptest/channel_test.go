@@ -21,14 +21,12 @@ import (
 // against the model. (TestStateMachine mixes channels with the other
 // kinds.)
 func TestChannelStateMachine(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			// A channel's interesting states (full, with several Sends
-			// blocked, with values handed back by a Drain) take several of
-			// its operations in a row to reach.
-			checkScaled(t, stateMachineChecks, stateMachineWeighted(backendOf(b), []kind{chanKind{}}, 3))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		// A channel's interesting states (full, with several Sends
+		// blocked, with values handed back by a Drain) take several of
+		// its operations in a row to reach.
+		checkScaled(t, stateMachineChecks, stateMachineWeighted(backendOf(b), []kind{chanKind{}}, 3))
+	})
 	t.Logf("channel kind, over the binary so far: %d Sends blocked, %d receives that let several go on at once, %d Drains stopped early, %d handed-back values taken",
 		totalsChan.blocked.Load(), totalsChan.bulk.Load(), totalsChan.stopped.Load(), totalsChan.givenTaken.Load())
 }
@@ -43,11 +41,9 @@ func TestChannelStateMachine(t *testing.T) {
 // the disconnection only after the last value, and a Poll call that waits
 // blockLimit with values pending is a lost readiness.
 func TestChannelConcurrentSenders(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, 1, channelConcurrent(b))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, 1, channelConcurrent(b))
+	})
 }
 
 type chanMsg struct{ producer, seq int }

@@ -11,9 +11,7 @@ import "testing"
 // result checked against the model. (TestStateMachine mixes them with the
 // other kinds.)
 func TestChildStateMachine(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, 1, stateMachineOf(backendOf(b), []kind{childKind{}}))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, 1, stateMachineOf(backendOf(b), []kind{childKind{}}))
+	})
 }

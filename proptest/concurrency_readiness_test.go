@@ -25,13 +25,11 @@ import (
 // overwritten nor left unqueued. Bits outside the interest must never be
 // reported.
 func TestConcurrentNoLostReadiness(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			// A lost set shows only when it lands in a window of a few
-			// instructions: many cases.
-			checkScaled(t, 5, func(t *rapid.T) { noLostReadiness(t, b) })
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		// A lost set shows only when it lands in a window of a few
+		// instructions: many cases.
+		checkScaled(t, 5, func(t *rapid.T) { noLostReadiness(t, b) })
+	})
 }
 
 func noLostReadiness(t *rapid.T, be string) {

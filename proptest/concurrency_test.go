@@ -102,14 +102,12 @@ func forEachBackend(t *testing.T, prop func(t *rapid.T, be string)) {
 // forEachBackendSoak is forEachBackend for properties whose soak is divided
 // by soakDiv (see checkScaledSoak).
 func forEachBackendSoak(t *testing.T, soakDiv int, prop func(t *rapid.T, be string)) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaledSoak(t, 1, soakDiv, func(t *rapid.T) {
-				totals.checks.Add(1)
-				prop(t, b)
-			})
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaledSoak(t, 1, soakDiv, func(t *rapid.T) {
+			totals.checks.Add(1)
+			prop(t, b)
 		})
-	}
+	})
 }
 
 // source is what a concurrency property registers: a Registration (reg

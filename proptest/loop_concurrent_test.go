@@ -37,11 +37,9 @@ import (
 // A logical clock (one atomic counter) orders the sending of a Trigger
 // and the beginning of a call exactly.
 func TestLoopConcurrent(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, loopConcurrentChecks, loopConcurrent(b))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, loopConcurrentChecks, loopConcurrent(b))
+	})
 }
 
 // loopConcurrentChecks multiplies rapid's checks for TestLoopConcurrent:

@@ -21,11 +21,9 @@ import (
 // state are checked after every step (model_loop_conn.go). One subtest
 // per backend.
 func TestLoopStateMachine(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, stateMachineChecks, loopStateMachine(b))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, stateMachineChecks, loopStateMachine(b))
+	})
 }
 
 func loopStateMachine(backend string) func(*rapid.T) {

@@ -34,11 +34,9 @@ import (
 // the peer's read of it. The Loop's lateness is measured by an AfterFunc
 // that runs every tick meanwhile.
 func TestConnDeadlineTiming(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkFraction(t, connTimingDiv, func(t *rapid.T) { connDeadlineTiming(t, b) })
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkFraction(t, connTimingDiv, func(t *rapid.T) { connDeadlineTiming(t, b) })
+	})
 }
 
 // connTimingDiv divides rapid's checks for TestConnDeadlineTiming: each

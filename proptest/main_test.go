@@ -72,6 +72,14 @@ func flagSet(name string) (set bool) {
 	return set
 }
 
+// forBackends runs fn as a subtest per backend under test (one, if
+// UNIPOLL_BACKEND names it), with the backend's name.
+func forBackends(t *testing.T, fn func(t *testing.T, b string)) {
+	for _, b := range backendsUnderTest() {
+		t.Run(b, func(t *testing.T) { fn(t, b) })
+	}
+}
+
 // checkScaled is rapid.Check with factor times the configured number of
 // checks (-rapid.checks, already scaled by PROPTEST_SOAK), for properties
 // that are cheap and find more with more cases.

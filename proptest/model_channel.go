@@ -222,16 +222,9 @@ func (im *chanImpl) disconnectIfLast(w *world, s *src) {
 // and so does every later Send.
 func chanClose(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*chanImpl)
-	err := im.rx.Close()
-	w.logf("%s.Close() = %v", s.label, err)
-	w.expectErr(t, "Receiver.Close", err, nil)
-	if s.registered {
-		w.deregistered(s, "closed")
-	}
-	s.gone = true
+	w.closeSource(t, s, "Receiver", im.rx.Close, channel.ErrClosed)
 	im.sends.receiverClosed(t, w, s)
-	w.expectErr(t, "second Receiver.Close", im.rx.Close(), channel.ErrClosed)
-	_, err = im.rx.TryRecv()
+	_, err := im.rx.TryRecv()
 	w.expectErr(t, "TryRecv after Close", err, channel.ErrClosed)
 	if n := im.rx.Len(); n != 0 {
 		w.fatalf(t, "Len after Close = %d, want 0", n)

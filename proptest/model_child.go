@@ -371,14 +371,7 @@ func childClose(t *rapid.T, w *world, s *src) {
 			w.expectErr(t, "Status before Close", err, nil)
 		}
 	}
-	err := im.w.Close()
-	w.logf("%s.Close() = %v", s.label, err)
-	w.expectErr(t, "Watcher.Close", err, nil)
-	if s.registered {
-		w.deregistered(s, "closed")
-	}
-	s.gone = true
-	w.expectErr(t, "second Close", im.w.Close(), child.ErrClosed)
+	w.closeSource(t, s, "Watcher", im.w.Close, child.ErrClosed)
 	w.expectErr(t, "Register after Close", w.p.Register(im.w, w.drawToken(t, "token"), poll.Readable, poll.Level), poll.ErrClosed)
 	im.reap()
 	if known && im.cmd.ProcessState.Sys().(syscall.WaitStatus) != st.Sys() {

@@ -113,6 +113,21 @@ func (w *world) Deregister(t *rapid.T) {
 }
 
 // deregistered updates the model after a successful Deregister or Close.
+// closeSource is the common part of a source's Close op: closeFn (the
+// source's Close, named what) must succeed, the source leaves its Poll if
+// it was registered, it is gone from the model, and a second Close returns
+// errClosed.
+func (w *world) closeSource(t *rapid.T, s *src, what string, closeFn func() error, errClosed error) {
+	err := closeFn()
+	w.logf("%s.Close() = %v", s.label, err)
+	w.expectErr(t, what+".Close", err, nil)
+	if s.registered {
+		w.deregistered(s, "closed")
+	}
+	s.gone = true
+	w.expectErr(t, "second "+what+".Close", closeFn(), errClosed)
+}
+
 func (w *world) deregistered(s *src, why string) {
 	w.retire(s, why)
 	s.registered, s.owed, s.mayFire = false, false, false

@@ -165,16 +165,9 @@ func regDelayOp(t *rapid.T, w *world, s *src) {
 
 func regClose(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*regImpl)
-	err := im.r.Close()
-	w.logf("%s.Close() = %v", s.label, err)
-	w.expectErr(t, "Registration.Close", err, nil)
-	if s.registered {
-		w.deregistered(s, "closed")
-	}
+	w.closeSource(t, s, "Registration", im.r.Close, poll.ErrClosed)
 	im.delay = nil
-	s.gone = true
-	// Everything on a closed Registration is refused.
-	w.expectErr(t, "second Close", im.r.Close(), poll.ErrClosed)
+	// Everything else on a closed Registration is refused too.
 	w.expectErr(t, "SetReadiness after Close", im.sr.SetReadiness(poll.Readable), poll.ErrClosed)
 	w.expectErr(t, "UnsetReadiness after Close", im.sr.UnsetReadiness(poll.Readable), poll.ErrClosed)
 	w.expectErr(t, "DelayReadiness after Close", im.sr.DelayReadiness(poll.Readable, time.Millisecond), poll.ErrClosed)

@@ -180,14 +180,7 @@ func sigDrain(t *rapid.T, w *world, s *src) {
 
 func sigClose(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*sigImpl)
-	err := im.w.Close()
-	w.logf("%s.Close() = %v", s.label, err)
-	w.expectErr(t, "Watcher.Close", err, nil)
-	if s.registered {
-		w.deregistered(s, "closed")
-	}
-	s.gone = true
-	w.expectErr(t, "second Close", im.w.Close(), signal.ErrClosed)
+	w.closeSource(t, s, "Watcher", im.w.Close, signal.ErrClosed)
 	w.expectErr(t, "Register after Close", w.p.Register(im.w, w.drawToken(t, "token"), poll.Readable, poll.Level), poll.ErrClosed)
 	if sig, ok := im.w.TryRecv(); ok {
 		w.fatalf(t, "Next after Close returned %v", sig)

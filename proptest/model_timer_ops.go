@@ -240,15 +240,8 @@ func timerDrain(t *rapid.T, w *world, s *src) {
 
 func timerClose(t *rapid.T, w *world, s *src) {
 	im := s.impl.(*timerImpl)
-	err := im.tm.Close()
-	w.logf("%s.Close() = %v", s.label, err)
-	w.expectErr(t, "Timer.Close", err, nil)
-	if s.registered {
-		w.deregistered(s, "closed")
-	}
-	s.gone = true
-	w.expectErr(t, "second Close", im.tm.Close(), timer.ErrClosed)
-	_, err = im.tm.Set(time.Millisecond, -1)
+	w.closeSource(t, s, "Timer", im.tm.Close, timer.ErrClosed)
+	_, err := im.tm.Set(time.Millisecond, -1)
 	w.expectErr(t, "Set after Close", err, timer.ErrClosed)
 	if _, ok := im.tm.TryRecv(); ok {
 		w.fatalf(t, "%s.TryRecv() returned a value after Close", s.label)

@@ -11,9 +11,7 @@ import "testing"
 // and Poll calls in every mode, every Poll result checked against the
 // model. (TestStateMachine mixes them with the other kinds.)
 func TestSignalStateMachine(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, 2, stateMachineOf(backendOf(b), []kind{sigKind{}}))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, 2, stateMachineOf(backendOf(b), []kind{sigKind{}}))
+	})
 }

@@ -18,14 +18,12 @@ import (
 // other sources and steps. Its wheels are small (1ms ticks, 4 to 16 slots)
 // so that a Lag step goes past whole rotations.
 func TestStateMachineCrowd(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			// A case costs tens of milliseconds (thousands of
-			// Registrations, lags of whole rotations): a quarter of the
-			// soak.
-			checkScaledSoak(t, 1, 4, crowdMachine(backendOf(b)))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		// A case costs tens of milliseconds (thousands of
+		// Registrations, lags of whole rotations): a quarter of the
+		// soak.
+		checkScaledSoak(t, 1, 4, crowdMachine(backendOf(b)))
+	})
 }
 
 func crowdMachine(be backend) func(*rapid.T) {

@@ -16,11 +16,9 @@ import (
 // sockets, pipes and Registrations, and checks every Poll result against
 // the model (model.go). One subtest per backend.
 func TestStateMachine(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, stateMachineChecks, stateMachine(backendOf(b)))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, stateMachineChecks, stateMachine(backendOf(b)))
+	})
 }
 
 // TestPeerLifecycle: one or two registered sockets (drawn interest and
@@ -32,11 +30,9 @@ func TestStateMachine(t *testing.T) {
 // A blocking Poll is left out on purpose: it would give the backend the
 // time to look again that a busy caller never gives it.
 func TestPeerLifecycle(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			checkScaled(t, stateMachineChecks, peerLifecycle(backendOf(b)))
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		checkScaled(t, stateMachineChecks, peerLifecycle(backendOf(b)))
+	})
 }
 
 func peerLifecycle(be backend) func(*rapid.T) {

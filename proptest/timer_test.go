@@ -24,13 +24,11 @@ import (
 // expired list after some values were taken, and more expire in one call
 // than it has room for (issue 22, hole 3): the count is logged.
 func TestTimerStateMachine(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			before := timerPileUps.Load()
-			checkScaled(t, stateMachineChecks, stateMachineWeighted(backendOf(b), []kind{timerKind{}}, 2))
-			t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		before := timerPileUps.Load()
+		checkScaled(t, stateMachineChecks, stateMachineWeighted(backendOf(b), []kind{timerKind{}}, 2))
+		t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
+	})
 }
 
 // TestTimerPileUp (issue 22, hole 3): one registered Timer, and steps
@@ -42,13 +40,11 @@ func TestTimerStateMachine(t *testing.T) {
 // come out in deadline order, and Stats must match the model after every
 // step.
 func TestTimerPileUp(t *testing.T) {
-	for _, b := range backendsUnderTest() {
-		t.Run(b, func(t *testing.T) {
-			before := timerPileUps.Load()
-			checkFraction(t, pileUpShare, timerPileUp(backendOf(b)))
-			t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
-		})
-	}
+	forBackends(t, func(t *testing.T, b string) {
+		before := timerPileUps.Load()
+		checkFraction(t, pileUpShare, timerPileUp(backendOf(b)))
+		t.Logf("%d Poll calls expired more timeouts than the expired list had room for, after values were taken from it", timerPileUps.Load()-before)
+	})
 }
 
 // pileUpShare divides the configured number of checks for

@@ -20,13 +20,7 @@ import (
 // leave no relay goroutine and no descriptor behind, and the relay runs one
 // goroutine per watched signal while they live, not one per Watcher.
 func TestNoLeak(t *testing.T) {
-	// The Go runtime opens descriptors of its own lazily (its netpoller's
-	// epoll and eventfd, at the first timer or pollable file): a first
-	// round makes sure they exist before the baseline is taken.
-	noLeakRound(t)
-	before := testsupport.AnonFds(t)
-	noLeakRound(t)
-	testsupport.RequireAnonFdsBack(t, before, eventWait)
+	testsupport.RequireRoundLeavesNoAnonFds(t, eventWait, func() { noLeakRound(t) })
 }
 
 func noLeakRound(t *testing.T) {

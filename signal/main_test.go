@@ -3,11 +3,10 @@
 package signal
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/unipoll/unipoll/internal/testsupport"
 )
 
 // helperEnv names the helper a re-executed test binary runs instead of the
@@ -18,13 +17,4 @@ const helperEnv = "UNIPOLL_SIGNAL_HELPER"
 // TestMain runs a helper when asked to, and otherwise the tests, failing
 // them if a goroutine is left running when they finish: the relay must
 // leave with the last Watcher.
-func TestMain(m *testing.M) {
-	if name := os.Getenv(helperEnv); name != "" {
-		if err := runHelper(name); err != nil {
-			fmt.Fprintln(os.Stderr, "helper:", err)
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testsupport.MainWithHelper(m, helperEnv, os.Stderr, runHelper) }

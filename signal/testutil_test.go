@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/unipoll/unipoll/internal/onpoll/polltest"
-	"github.com/unipoll/unipoll/poll"
 )
 
 const (
@@ -41,19 +40,11 @@ func raise(t testing.TB, sig syscall.Signal) {
 	require.NoError(t, syscall.Kill(syscall.Getpid(), sig))
 }
 
-// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's, with this
-// package's waits.
-func pollOnce(t testing.TB, p *poll.Poll, timeout time.Duration) map[poll.Token]poll.Ready {
-	t.Helper()
-	return polltest.PollOnce(t, p, timeout)
-}
-
-func waitEvent(t testing.TB, p *poll.Poll, tok poll.Token) poll.Ready {
-	t.Helper()
-	return polltest.WaitEvent(t, p, tok, eventWait)
-}
-
-func expectNoEvent(t testing.TB, p *poll.Poll, tok poll.Token) {
-	t.Helper()
-	polltest.ExpectNoEvent(t, p, tok, noEventWait)
-}
+// pollOnce, waitEvent and expectNoEvent are internal/onpoll/polltest's,
+// with this package's waits.
+var (
+	waits         = polltest.Waits{Event: eventWait, NoEvent: noEventWait}
+	pollOnce      = polltest.PollOnce
+	waitEvent     = waits.WaitEvent
+	expectNoEvent = waits.ExpectNoEvent
+)

@@ -46,94 +46,95 @@ func evented(p *poll.Poll, e poll.Evented, calls ...call) []call {
 	)
 }
 
-func tcpConnCase(kind string, c *TCPConn, p *poll.Poll) unopened {
-	b := make([]byte, 4)
+// conn is what the connection types have in common here.
+type conn interface {
+	poll.Evented
+	Fd() int
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+	SetReadBuffer(int) error
+	SetWriteBuffer(int) error
+	Close() error
+}
+
+// connCase is the case of a connection type: its own calls, then those
+// every connection type has (buffer sizes, Close) and evented's.
+func connCase(kind string, c conn, p *poll.Poll, own ...call) unopened {
 	return unopened{
-		kind: kind + " *TCPConn",
-		calls: evented(p, c,
-			call{"Read", func() error { _, err := c.Read(b); return err }},
-			call{"Read(empty)", func() error { _, err := c.Read(nil); return err }},
-			call{"Write", func() error { _, err := c.Write(b); return err }},
-			call{"CloseWrite", c.CloseWrite},
-			call{"CloseRead", c.CloseRead},
-			call{"SetNoDelay", func() error { return c.SetNoDelay(true) }},
-			call{"SetKeepAlive", func() error { return c.SetKeepAlive(true) }},
-			call{"SetKeepAliveConfig", func() error { return c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true}) }},
-			call{"SetLinger", func() error { return c.SetLinger(0) }},
-			call{"SetUserTimeout", func() error { return c.SetUserTimeout(time.Second) }},
+		kind: kind,
+		calls: evented(p, c, append(own,
 			call{"SetReadBuffer", func() error { return c.SetReadBuffer(4096) }},
 			call{"SetWriteBuffer", func() error { return c.SetWriteBuffer(4096) }},
-			call{"ConnectError", c.ConnectError},
 			call{"Close", c.Close},
-		),
+		)...),
 		fd:      c.Fd,
 		addrs:   map[string]func() net.Addr{"LocalAddr": c.LocalAddr, "RemoteAddr": c.RemoteAddr},
 		methods: reflect.TypeOf(c),
 	}
 }
 
-func tcpListenerCase(kind string, l *TCPListener, p *poll.Poll) unopened {
+// listener is what the listener types have in common here.
+type listener interface {
+	poll.Evented
+	Fd() int
+	Addr() net.Addr
+	Close() error
+}
+
+// listenerCase is the case of a listener type, whose Accept is accept.
+func listenerCase(kind string, l listener, p *poll.Poll, accept func() error) unopened {
 	return unopened{
-		kind: kind + " *TCPListener",
-		calls: evented(p, l,
-			call{"Accept", func() error { _, err := l.Accept(); return err }},
-			call{"Close", l.Close},
-		),
+		kind:    kind,
+		calls:   evented(p, l, call{"Accept", accept}, call{"Close", l.Close}),
 		fd:      l.Fd,
 		addrs:   map[string]func() net.Addr{"Addr": l.Addr},
 		methods: reflect.TypeOf(l),
 	}
+}
+
+func tcpConnCase(kind string, c *TCPConn, p *poll.Poll) unopened {
+	b := make([]byte, 4)
+	return connCase(kind+" *TCPConn", c, p,
+		call{"Read", func() error { _, err := c.Read(b); return err }},
+		call{"Read(empty)", func() error { _, err := c.Read(nil); return err }},
+		call{"Write", func() error { _, err := c.Write(b); return err }},
+		call{"CloseWrite", c.CloseWrite},
+		call{"CloseRead", c.CloseRead},
+		call{"SetNoDelay", func() error { return c.SetNoDelay(true) }},
+		call{"SetKeepAlive", func() error { return c.SetKeepAlive(true) }},
+		call{"SetKeepAliveConfig", func() error { return c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true}) }},
+		call{"SetLinger", func() error { return c.SetLinger(0) }},
+		call{"SetUserTimeout", func() error { return c.SetUserTimeout(time.Second) }},
+		call{"ConnectError", c.ConnectError},
+	)
+}
+
+func tcpListenerCase(kind string, l *TCPListener, p *poll.Poll) unopened {
+	return listenerCase(kind+" *TCPListener", l, p, func() error { _, err := l.Accept(); return err })
 }
 
 func udpConnCase(kind string, c *UDPConn, p *poll.Poll) unopened {
 	b := make([]byte, 4)
 	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
-	return unopened{
-		kind: kind + " *UDPConn",
-		calls: evented(p, c,
-			call{"Read", func() error { _, err := c.Read(b); return err }},
-			call{"Write", func() error { _, err := c.Write(b); return err }},
-			call{"ReadFrom", func() error { _, _, err := c.ReadFrom(b); return err }},
-			call{"WriteTo", func() error { _, err := c.WriteTo(b, to); return err }},
-			call{"SetReadBuffer", func() error { return c.SetReadBuffer(4096) }},
-			call{"SetWriteBuffer", func() error { return c.SetWriteBuffer(4096) }},
-			call{"Close", c.Close},
-		),
-		fd:      c.Fd,
-		addrs:   map[string]func() net.Addr{"LocalAddr": c.LocalAddr, "RemoteAddr": c.RemoteAddr},
-		methods: reflect.TypeOf(c),
-	}
+	return connCase(kind+" *UDPConn", c, p,
+		call{"Read", func() error { _, err := c.Read(b); return err }},
+		call{"Write", func() error { _, err := c.Write(b); return err }},
+		call{"ReadFrom", func() error { _, _, err := c.ReadFrom(b); return err }},
+		call{"WriteTo", func() error { _, err := c.WriteTo(b, to); return err }},
+	)
 }
 
 func unixConnCase(kind string, c *UnixConn, p *poll.Poll) unopened {
 	b := make([]byte, 4)
-	return unopened{
-		kind: kind + " *UnixConn",
-		calls: evented(p, c,
-			call{"Read", func() error { _, err := c.Read(b); return err }},
-			call{"Write", func() error { _, err := c.Write(b); return err }},
-			call{"CloseWrite", c.CloseWrite},
-			call{"SetReadBuffer", func() error { return c.SetReadBuffer(4096) }},
-			call{"SetWriteBuffer", func() error { return c.SetWriteBuffer(4096) }},
-			call{"Close", c.Close},
-		),
-		fd:      c.Fd,
-		addrs:   map[string]func() net.Addr{"LocalAddr": c.LocalAddr, "RemoteAddr": c.RemoteAddr},
-		methods: reflect.TypeOf(c),
-	}
+	return connCase(kind+" *UnixConn", c, p,
+		call{"Read", func() error { _, err := c.Read(b); return err }},
+		call{"Write", func() error { _, err := c.Write(b); return err }},
+		call{"CloseWrite", c.CloseWrite},
+	)
 }
 
 func unixListenerCase(kind string, l *UnixListener, p *poll.Poll) unopened {
-	return unopened{
-		kind: kind + " *UnixListener",
-		calls: evented(p, l,
-			call{"Accept", func() error { _, err := l.Accept(); return err }},
-			call{"Close", l.Close},
-		),
-		fd:      l.Fd,
-		addrs:   map[string]func() net.Addr{"Addr": l.Addr},
-		methods: reflect.TypeOf(l),
-	}
+	return listenerCase(kind+" *UnixListener", l, p, func() error { _, err := l.Accept(); return err })
 }
 
 // TestNilAndZeroSockets calls every exported method of every socket type on

@@ -30,14 +30,8 @@ const (
 // lateness).
 var lateSlack = 100 * time.Millisecond * time.Duration(max(1, testsupport.LoadPerCPU()))
 
-// newPoll opens a Poll closed at the test's cleanup.
-func newPoll(t testing.TB) *poll.Poll {
-	t.Helper()
-	p, err := poll.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
+// newPoll is polltest.New: a Poll closed at the test's cleanup.
+var newPoll = polltest.New
 
 // newTimer makes a Timer registered with p under tok, closed at cleanup.
 func newTimer[T any](t testing.TB, p *poll.Poll, opts poll.PollOpt, o ...Option) *Timer[T] {

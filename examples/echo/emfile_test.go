@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,9 +34,35 @@ const (
 	emfileClients  = 12 // more than that, so accept must run out
 )
 
+// emfileCase is one of the two servers whose listener must pause: the child
+// runs the one its environment names, and prints how often it paused.
+type emfileCase struct {
+	name  string
+	serve func(logf func(string, ...any)) (srv echoServer, pauses func() int, err error)
+}
+
+var emfileCases = []emfileCase{
+	{"Poll", func(logf func(string, ...any)) (echoServer, func() int, error) {
+		srv, err := newServer("127.0.0.1:0", logf)
+		return srv, func() int { return srv.backoffs }, err
+	}},
+	// The EventLoop mode's listener pauses as server.go's does.
+	{"EventLoop", func(logf func(string, ...any)) (echoServer, func() int, error) {
+		srv, err := newLoopServer("127.0.0.1:0", 1, false, logf)
+		return srv, func() int { return srv.acceptPauses() }, err
+	}},
+}
+
 func TestEMFILEBackoff(t *testing.T) {
+	for _, tc := range emfileCases {
+		t.Run(tc.name, func(t *testing.T) { emfileBackoff(t, tc.name) })
+	}
+}
+
+// emfileBackoff runs the child with the server of mode, and its clients.
+func emfileBackoff(t *testing.T, mode string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEMFILEChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), emfileChildEnv+"=1")
+	cmd.Env = append(os.Environ(), emfileChildEnv+"="+mode)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -90,14 +117,14 @@ func TestEMFILEBackoff(t *testing.T) {
 	}
 
 	require.NoError(t, stdin.Close()) // tells the child to stop
-	backoffs, err := strconv.Atoi(childValue(t, lines, "BACKOFFS "))
+	pauses, err := strconv.Atoi(childValue(t, lines, "PAUSES "))
 	require.NoError(t, err)
 	require.NoError(t, cmd.Wait())
-	t.Logf("accept paused %d times for %d clients", backoffs, emfileClients)
-	require.Positive(t, backoffs, "the child never ran out of descriptors")
+	t.Logf("accept paused %d times for %d clients", pauses, emfileClients)
+	require.Positive(t, pauses, "the child never ran out of descriptors")
 	// Each pause lasts acceptBackoff; a spinning server would pause
 	// thousands of times.
-	require.Less(t, backoffs, 100)
+	require.Less(t, pauses, 100)
 }
 
 // childValue returns the rest of the first line from the child that
@@ -132,12 +159,15 @@ func ping(c net.Conn, msg string) error {
 }
 
 // TestEMFILEChild is the server side of TestEMFILEBackoff; it does nothing
-// unless run by it.
+// unless run by it, which names the mode in the environment.
 func TestEMFILEChild(t *testing.T) {
-	if os.Getenv(emfileChildEnv) != "1" {
+	mode := os.Getenv(emfileChildEnv)
+	if mode == "" {
 		t.Skip("helper process for TestEMFILEBackoff")
 	}
-	srv, err := newServer("127.0.0.1:0", func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
+	i := slices.IndexFunc(emfileCases, func(c emfileCase) bool { return c.name == mode })
+	require.GreaterOrEqual(t, i, 0, "no mode %q", mode)
+	srv, pauses, err := emfileCases[i].serve(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
 	require.NoError(t, err)
 
 	leaveRoom(t, emfileRoom)
@@ -147,7 +177,7 @@ func TestEMFILEChild(t *testing.T) {
 	}()
 	fmt.Printf("ADDR %s\n", srv.Addr())
 	require.NoError(t, srv.Run())
-	fmt.Printf("BACKOFFS %d\n", srv.backoffs)
+	fmt.Printf("PAUSES %d\n", pauses())
 }
 
 // leaveRoom lowers the descriptor limit and fills every free number below

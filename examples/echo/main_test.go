@@ -22,44 +22,81 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // server fails the test instead of hanging it.
 const clientDeadline = 60 * time.Second
 
-// startServer runs a server on a free loopback port and returns it with a
-// function that stops it and returns Run's result.
-func startServer(t *testing.T) (*server, func() error) {
-	t.Helper()
-	srv, err := newServer("127.0.0.1:0", t.Logf)
-	require.NoError(t, err)
+// serverCase is one way of serving, the Poll mode (server.go) or the
+// EventLoop mode (loop_server.go) in one of its layouts; the tests run on
+// each.
+type serverCase struct {
+	name      string
+	reusePort bool // a second listen on the port may succeed
+	make      func(addr string, logf func(string, ...any)) (echoServer, error)
+}
+
+var serverCases = []serverCase{
+	{"Poll", false, func(addr string, logf func(string, ...any)) (echoServer, error) {
+		return newServer(addr, logf)
+	}},
+	{"EventLoop/one loop", false, loopCase(1, false)},
+	{"EventLoop/three loops", false, loopCase(3, false)},
+	{"EventLoop/three loops, reuseport", true, loopCase(3, true)},
+}
+
+// loopCase makes a loopServer of loops Loops.
+func loopCase(loops int, reusePort bool) func(string, func(string, ...any)) (echoServer, error) {
+	return func(addr string, logf func(string, ...any)) (echoServer, error) {
+		return newLoopServer(addr, loops, reusePort, logf)
+	}
+}
+
+// forServers runs f as a subtest per serverCase, with a server of it on a
+// free loopback port (which f does not run).
+func forServers(t *testing.T, f func(t *testing.T, tc serverCase, srv echoServer)) {
+	for _, tc := range serverCases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := tc.make("127.0.0.1:0", t.Logf)
+			require.NoError(t, err)
+			f(t, tc, srv)
+		})
+	}
+}
+
+// startServer runs srv and returns a function that stops it and returns
+// Run's result.
+func startServer(srv echoServer) (stop func() error) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run() }()
-	return srv, func() error {
+	return func() error {
 		srv.Stop()
 		return <-done
 	}
 }
 
+// 50 concurrent clients, messages up to 1 MiB, half-close at the end.
 func TestEchoConcurrentClients(t *testing.T) {
-	srv, stop := startServer(t)
-	const clients = 50
-	sizes := []int{1, 7, 100, 1500, 4096, 65536 + 3, 1 << 20, 13}
+	forServers(t, func(t *testing.T, _ serverCase, srv echoServer) {
+		stop := startServer(srv)
+		const clients = 50
+		sizes := []int{1, 7, 100, 1500, 4096, 65536 + 3, 1 << 20, 13}
 
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := echoClient(srv.Addr().String(), uint64(i), sizes); err != nil {
-				errs <- fmt.Errorf("client %d: %w", i, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	require.NoError(t, stop())
-	// Stop is harmless after Run has returned.
-	srv.Stop()
+		var wg sync.WaitGroup
+		errs := make(chan error, clients)
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := echoClient(srv.Addr().String(), uint64(i), sizes); err != nil {
+					errs <- fmt.Errorf("client %d: %w", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		require.NoError(t, stop())
+		// Stop is harmless after Run has returned.
+		srv.Stop()
+	})
 }
 
 // echoClient sends each message and checks its echo byte for byte. It
@@ -117,7 +154,9 @@ func echoClient(addr string, seed uint64, sizes []int) error {
 }
 
 func TestEchoClientReset(t *testing.T) {
-	srv, stop := startServer(t)
+	srv, err := newServer("127.0.0.1:0", t.Logf)
+	require.NoError(t, err)
+	stop := startServer(srv)
 	// A client that sends and vanishes with a reset (linger 0) must not
 	// disturb the server or other clients.
 	for range 10 {
@@ -133,15 +172,24 @@ func TestEchoClientReset(t *testing.T) {
 }
 
 func TestStopBeforeRun(t *testing.T) {
-	srv, err := newServer("127.0.0.1:0", t.Logf)
-	require.NoError(t, err)
-	srv.Stop()
-	require.NoError(t, srv.Run())
+	forServers(t, func(t *testing.T, _ serverCase, srv echoServer) {
+		srv.Stop()
+		require.NoError(t, srv.Run())
+	})
 }
 
+// A second server on a port in use fails; not where reuseport allows it.
 func TestListenError(t *testing.T) {
-	srv, stop := startServer(t)
-	defer func() { require.NoError(t, stop()) }()
-	_, err := newServer(srv.Addr().String(), t.Logf)
-	require.Error(t, err, "port already in use")
+	forServers(t, func(t *testing.T, tc serverCase, srv echoServer) {
+		stop := startServer(srv)
+		defer func() { require.NoError(t, stop()) }()
+		second, err := tc.make(srv.Addr().String(), t.Logf)
+		if tc.reusePort {
+			require.NoError(t, err, "reuseport lets a second server share the port")
+			second.Stop()
+			require.NoError(t, second.Run())
+			return
+		}
+		require.Error(t, err, "port already in use")
+	})
 }

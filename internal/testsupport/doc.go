@@ -11,11 +11,26 @@
 //   - LoadPerCPU: the load average per CPU, the scale of the scheduling
 //     noise a timing bound allows for.
 //
+// A loop running in a goroutine of its own (eventloop's and netloop's
+// tests; the loop's calls are passed in as functions, so that eventloop's
+// own tests may use them):
+//   - StartRun, Running: a Run in a goroutine, and Stop, which ends it.
+//   - Quiesce: a few more iterations, so that what should not come would
+//     have come.
+//   - Held: a handler body whose first call waits to be released, and
+//     CheckTriggerWhileHeld, a trigger taken by another worker meanwhile;
+//     WaitClosed, a wait for a channel to close.
+//   - Pipe: a non-blocking pipe.
+//
 // Resources:
 //   - OpenFds, OpenFdsNow: the process's open descriptors, for leak tests.
 //   - AnonFds, RequireAnonFdsBack: the process's descriptors on anonymous
 //     inodes by kind (eventfd, eventpoll, pidfd, ...), and a check that
-//     they come back to a count taken before.
+//     they come back to a count taken before; RequireRoundLeavesNoAnonFds,
+//     that check around a round of work, after a first round.
+//
+// A package's TestMain: MainWithHelper runs the tests under goleak, or the
+// helper a re-executed test binary was started for.
 //
 // Benchmarks:
 //   - BenchCPU: the process's CPU time per op, as the cpu-ns/op metric;

@@ -74,3 +74,16 @@ func RequireAnonFdsBack(t testing.TB, before map[string]int, d time.Duration) {
 	Eventually(d, func() bool { return maps.Equal(before, AnonFds(t)) })
 	require.Equal(t, before, AnonFds(t), "descriptors on anonymous inodes (pidfds, epoll instances, eventfds) before and after")
 }
+
+// RequireRoundLeavesNoAnonFds runs round twice and fails the test unless
+// the second leaves AnonFds as it found them (within d). The first round
+// is there because the Go runtime opens descriptors of its own lazily (its
+// netpoller's epoll and eventfd, at the first timer or pollable file): it
+// makes sure they exist before the baseline is taken.
+func RequireRoundLeavesNoAnonFds(t testing.TB, d time.Duration, round func()) {
+	t.Helper()
+	round()
+	before := AnonFds(t)
+	round()
+	RequireAnonFdsBack(t, before, d)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/unipoll/unipoll/internal/onpoll/polltest"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -46,13 +47,8 @@ func pipeGuard(t *testing.T) (*Guard[testNames], int) {
 	return g, fds[1]
 }
 
-func newPoll(t *testing.T) *poll.Poll {
-	t.Helper()
-	p, err := poll.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
+// newPoll is polltest.New: a Poll closed at the test's cleanup.
+var newPoll = polltest.New
 
 // A nil and a zero Guard are never opened: every call says so, none
 // panics, Sysfd is -1.

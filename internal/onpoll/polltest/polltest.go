@@ -69,3 +69,22 @@ func ExpectNoEvent(t TB, p *poll.Poll, tok poll.Token, quiet time.Duration) {
 	r, ok := PollOnce(t, p, quiet)[tok]
 	require.False(t, ok, "token %d reported (%s), expected nothing", tok, r)
 }
+
+// Waits are a package's two waits, bound to WaitEvent and ExpectNoEvent,
+// so that its tests say only the Poll and the token.
+type Waits struct {
+	Event   time.Duration // how long something that must come may take
+	NoEvent time.Duration // how long a Poll call waits to show nothing comes
+}
+
+// WaitEvent is WaitEvent within w.Event.
+func (w Waits) WaitEvent(t TB, p *poll.Poll, tok poll.Token) poll.Ready {
+	t.Helper()
+	return WaitEvent(t, p, tok, w.Event)
+}
+
+// ExpectNoEvent is ExpectNoEvent for w.NoEvent.
+func (w Waits) ExpectNoEvent(t TB, p *poll.Poll, tok poll.Token) {
+	t.Helper()
+	ExpectNoEvent(t, p, tok, w.NoEvent)
+}

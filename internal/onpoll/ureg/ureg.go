@@ -51,10 +51,7 @@ func New() *Reg {
 func (r *Reg) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return poll.ErrClosed
-	}
-	if err := CheckRegister(r.on, p); err != nil {
+	if err := r.checkLocked(p, CheckRegister); err != nil {
 		return err
 	}
 	if r.bound != nil && r.bound != p {
@@ -77,10 +74,7 @@ func (r *Reg) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts pol
 func (r *Reg) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return poll.ErrClosed
-	}
-	if err := CheckOn(r.on, p); err != nil {
+	if err := r.checkLocked(p, CheckOn); err != nil {
 		return err
 	}
 	return r.reg.Reregister(p, t, interest, opts)
@@ -90,10 +84,7 @@ func (r *Reg) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts p
 func (r *Reg) Deregister(p *poll.Poll) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return poll.ErrClosed
-	}
-	if err := CheckOn(r.on, p); err != nil {
+	if err := r.checkLocked(p, CheckOn); err != nil {
 		return err
 	}
 	if err := r.reg.Deregister(p); err != nil {
@@ -101,6 +92,15 @@ func (r *Reg) Deregister(p *poll.Poll) error {
 	}
 	r.on = nil
 	return nil
+}
+
+// checkLocked, with r.mu held, refuses a call on a closed Reg, then one
+// that rule (CheckRegister or CheckOn) refuses for p.
+func (r *Reg) checkLocked(p *poll.Poll, rule func(on, p *poll.Poll) error) error {
+	if r.closed {
+		return poll.ErrClosed
+	}
+	return rule(r.on, p)
 }
 
 // Set adds rd to the readiness (poll.SetReadiness.SetReadiness). Errors
