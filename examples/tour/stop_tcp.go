@@ -77,7 +77,7 @@ func (s *tcpStop) handle(_ poll.Event, say sayFunc) (bool, error) {
 		if err := got.Close(); err != nil {
 			return accepted, err
 		}
-		say("  closed with a reset, so the client's read fails: %v", <-s.client)
+		say("  closed with a reset, so the client fails: %v", <-s.client) // in its read, or in its Dial if the reset came first
 		accepted = true
 	}
 }
