@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/unipoll/unipoll/internal/base/ring"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -40,34 +41,14 @@ type item struct {
 // level is one priority's ring.
 type level struct {
 	prio int
-	buf  []item
-	head int
-	n    int
+	q    ring.Ring[item]
 }
 
-func (q *level) push(it item) {
-	if q.n == len(q.buf) {
-		q.grow()
-	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = it
-	q.n++
-}
+func (lv *level) push(it item) { lv.q.Push(it) }
 
-func (q *level) pop() item {
-	it := q.buf[q.head]
-	q.buf[q.head] = item{}
-	q.head = (q.head + 1) & (len(q.buf) - 1)
-	q.n--
+func (lv *level) pop() item {
+	it, _ := lv.q.Pop()
 	return it
-}
-
-func (q *level) grow() {
-	n := max(2*len(q.buf), 16)
-	buf := make([]item, n)
-	for i := range q.n {
-		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
-	}
-	q.buf, q.head = buf, 0
 }
 
 // levels is the set of priority levels, highest first. Add creates a
@@ -133,7 +114,7 @@ func (q *runq) enqueue(e *entry, gen uint32, r poll.Ready) {
 // pop takes the first item of the highest non-empty level.
 func (q *runq) pop() item {
 	for _, lv := range *q.ls.cur.Load() {
-		if lv.n > 0 {
+		if lv.q.Len() > 0 {
 			q.n--
 			return lv.pop()
 		}

@@ -34,6 +34,13 @@ func splitToken(t poll.Token) (idx, gen uint32) {
 // The table holds entries in pages that never move, so a *entry stays
 // valid while the table grows. Readers (event routing, Remove from any
 // goroutine) load the directory without a lock; Add and free take mu.
+//
+// It is not internal/base/table, the index-and-generation table of the
+// Poll's descriptors and the wheel, because an entry's generation is not
+// the table's: it lives in the entry's state word (entry.go), where the
+// claim CAS checks it together with the running and removed bits, from
+// any worker. A table that kept the generation beside the slot would
+// split that one atomic decision in two.
 const (
 	pageBits = 8
 	pageSize = 1 << pageBits
