@@ -1,6 +1,10 @@
 package eventloop
 
-import "time"
+import (
+	"time"
+
+	"github.com/unipoll/unipoll/poll"
+)
 
 // One worker: the goroutine in Run (or RunOnce) owns the run queue and
 // does everything, in iterations: the calls that asked for Again in the
@@ -93,7 +97,7 @@ func (l *Loop) dispatchBatch(w *worker, ours int) {
 		if event {
 			evBudget--
 		}
-		l.release(w, e, gen, ev.Ready, more)
+		l.releaseOne(w, e, gen, ev.Ready, more)
 	}
 	// What the budget left behind waits for the next iteration; the rest
 	// of this iteration's budget is not renewed (Config.MaxDispatchPerIteration).
@@ -113,6 +117,21 @@ func (l *Loop) dispatch(w *worker, budget, evBudget int) {
 		if event {
 			evBudget--
 		}
-		l.release(w, e, gen, r, more)
+		l.releaseOne(w, e, gen, r, more)
+	}
+}
+
+// releaseOne is the engine's release step for one worker, without the
+// general release's branches for several (BenchmarkDispatch/loop: 34.5 ns
+// a call through release, 33.5 through this, 31.8 before the engines
+// were merged). With one worker nothing else claims an entry, so a claim
+// never finds it running and e.again stays false.
+func (l *Loop) releaseOne(w *worker, e *entry, gen uint32, r poll.Ready, more bool) {
+	if e.release() {
+		l.finish(e, gen)
+		return
+	}
+	if more {
+		w.requeue(e, gen, r)
 	}
 }
