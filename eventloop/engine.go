@@ -117,30 +117,6 @@ func (l *Loop) claim() (e *entry, gen uint32, r poll.Ready, ok bool) {
 	return e, gen, r, true
 }
 
-// claimEvent claims the entry an event names straight from the batch,
-// without the run queue (one worker only, see dispatchBatch).
-func (l *Loop) claimEvent(ev poll.Event) (e *entry, gen uint32, ok bool) {
-	e, gen = l.tab.lookup(ev.Token)
-	if e == nil {
-		l.stats.stale.Add(1)
-		return nil, 0, false
-	}
-	s := e.state.Load()
-	if !claimable(s, gen) {
-		if stateGen(s) == gen && s&fLive != 0 {
-			l.stats.dropped.Add(1) // disarmed
-		} else {
-			l.stats.stale.Add(1)
-		}
-		return nil, 0, false
-	}
-	if !e.state.CompareAndSwap(s, s|fRunning) {
-		l.stats.dropped.Add(1) // disarmed or removed just now
-		return nil, 0, false
-	}
-	return e, gen, true
-}
-
 // call runs one claimed entry: its handler and the Action it returns, or
 // one of the Loop's own sources. It returns how much of budget it used,
 // whether the entry asks to be called again without a new event, and

@@ -49,23 +49,16 @@ func NewRegistration() (*Registration, *SetReadiness) {
 	return &Registration{n}, &SetReadiness{n}
 }
 
-// armArgs checks the arguments of a Register or Reregister and returns
-// the node, with opts as validate normalised them.
-func (r *Registration) armArgs(p *Poll, t Token, interest Ready, opts PollOpt) (*regNode, PollOpt, error) {
+// Register implements Evented.
+func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
 	if err := p.check(); err != nil {
-		return nil, opts, err
+		return err
 	}
 	opts, err := validate(t, interest, opts)
 	if err != nil {
-		return nil, opts, err
+		return err
 	}
 	n, err := r.node()
-	return n, opts, err
-}
-
-// Register implements Evented.
-func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	n, opts, err := r.armArgs(p, t, interest, opts)
 	if err != nil {
 		return err
 	}
@@ -89,7 +82,14 @@ func (r *Registration) Register(p *Poll, t Token, interest Ready, opts PollOpt) 
 
 // Reregister implements Evented.
 func (r *Registration) Reregister(p *Poll, t Token, interest Ready, opts PollOpt) error {
-	n, opts, err := r.armArgs(p, t, interest, opts)
+	if err := p.check(); err != nil {
+		return err
+	}
+	opts, err := validate(t, interest, opts)
+	if err != nil {
+		return err
+	}
+	n, err := r.node()
 	if err != nil {
 		return err
 	}
@@ -169,15 +169,6 @@ func (s *SetReadiness) node() (*regNode, error) {
 	return s.n, nil
 }
 
-// nodeFor is node for a call that changes readiness r: r must hold only
-// readiness bits, which is checked first.
-func (s *SetReadiness) nodeFor(r Ready) (*regNode, error) {
-	if r&^allReady != 0 {
-		return nil, wrapf(ErrInvalidArgument, "readiness %s", r)
-	}
-	return s.node()
-}
-
 func (n *regNode) checkBound(p *Poll) error {
 	if n.state.Load()&stDropped != 0 {
 		return ErrClosed
@@ -232,7 +223,13 @@ func (n *regNode) arm(p *Poll, t Token, interest Ready, opts PollOpt) error {
 // blocked in another goroutine wakes up. In edge mode each call that sets a
 // bit of the interest is a new edge, even if the bit was already set.
 func (s *SetReadiness) SetReadiness(r Ready) error {
-	n, err := s.nodeFor(r)
+	// The checks are written out here and in UnsetReadiness, Register and
+	// Reregister rather than shared: a helper that returns the node is too
+	// big to inline, and this is the path of every notification.
+	if r&^allReady != 0 {
+		return wrapf(ErrInvalidArgument, "readiness %s", r)
+	}
+	n, err := s.node()
 	if err != nil {
 		return err
 	}
@@ -272,7 +269,10 @@ func (n *regNode) set(r Ready) error {
 // UnsetReadiness clears r from the readiness, and cancels r in a pending
 // DelayReadiness.
 func (s *SetReadiness) UnsetReadiness(r Ready) error {
-	n, err := s.nodeFor(r)
+	if r&^allReady != 0 {
+		return wrapf(ErrInvalidArgument, "readiness %s", r)
+	}
+	n, err := s.node()
 	if err != nil {
 		return err
 	}
