@@ -29,8 +29,8 @@ import (
 // model_timer_deadlines.go, which also has the timing rules (never early,
 // at most one window late, both exact).
 //
-// What else the model relies on (timer/timer.go, poll/wheel.go,
-// poll/timer_queue.go):
+// What else the model relies on (timer/timer.go, poll/timer_queue.go,
+// and the wheel in internal/base/wheel):
 //   - The Timer is Readable exactly while expired values wait to be taken
 //     (Stats().Expired > 0): it becomes Readable inside a Poll call, when a
 //     timeout fires with none waiting (an edge), and stops being Readable

@@ -145,7 +145,8 @@ func earlyAt(live []*timerOut, expired int, at time.Time) bool {
 }
 
 // ringSim follows the capacity and head of a TimerQueue's expired ring
-// (poll/timer_queue.go, keyRing), to count the pile-ups the model makes:
+// (an owner's expired keys in internal/base/wheel/owner.go, on the shared
+// internal/base/ring), to count the pile-ups the model makes:
 // more expiring in one Poll call than the ring has room for, while its
 // head is not at the start (some values were taken since it last grew).
 type ringSim struct{ cap, head, n int }
