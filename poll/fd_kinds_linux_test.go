@@ -258,3 +258,17 @@ func requireRest(t *testing.T, p *Poll, fd int, tok Token, interest Ready, opts 
 		requireNext(t, p, ev, tok, want)
 	}
 }
+
+// requireQuietAfterRefire makes kf ready anew, where the kind can be made
+// not ready first, and checks that p still reports nothing for it: the
+// registration is gone or disarmed, so new readiness must not revive it.
+func requireQuietAfterRefire(t *testing.T, p *Poll, ev *Events, kf kindFd, k readyKind) {
+	t.Helper()
+	if kf.clear == nil {
+		return
+	}
+	kf.unfire(t)
+	kf.fire(t)
+	waitKernelReady(t, kf.fd, k.raw)
+	requireNoEvents(t, p, ev)
+}

@@ -2,6 +2,7 @@ package table
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -73,11 +74,7 @@ func TestTableModel(t *testing.T) {
 				if len(live) == 0 {
 					t.Skip("empty")
 				}
-				idxs := make([]uint32, 0, len(live))
-				for i := range live {
-					idxs = append(idxs, i)
-				}
-				slices.Sort(idxs)
+				idxs := slices.Sorted(maps.Keys(live)) // drawn from in a fixed order
 				old := live[rapid.SampledFrom(idxs).Draw(t, "idx")]
 				want := tab.NextGen()
 				h, ok := tab.Renew(old)
@@ -97,11 +94,7 @@ func TestTableModel(t *testing.T) {
 				if len(live) == 0 {
 					t.Skip("empty")
 				}
-				idxs := make([]uint32, 0, len(live))
-				for i := range live {
-					idxs = append(idxs, i)
-				}
-				slices.Sort(idxs)
+				idxs := slices.Sorted(maps.Keys(live)) // drawn from in a fixed order
 				for _, i := range rapid.SliceOfNDistinct(rapid.SampledFrom(idxs), 1, -1, rapid.ID).Draw(t, "idxs") {
 					h := live[i]
 					if !tab.Free(h) {
