@@ -74,7 +74,9 @@ var afterSelect atomic.Pointer[func(*Poll)]
 // run in a producer between the exchange and the link of its node (the
 // queue's half-done link), and in the consumer each time it waits for such
 // a link to finish. Guarded by debugChecks, as afterSelect.
+// afterMark runs in the consumer right after a drain marks its goal.
 var (
 	midLink     atomic.Pointer[func(*regNode)]
 	midLinkWait atomic.Pointer[func()]
+	afterMark   atomic.Pointer[func()]
 )

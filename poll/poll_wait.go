@@ -197,6 +197,11 @@ func (p *Poll) drainQueue(ev *Events) (midLink bool) {
 		return false
 	}
 	p.queue.mark()
+	if debugChecks {
+		if f := afterMark.Load(); f != nil {
+			(*f)()
+		}
+	}
 	for {
 		n, m := p.queue.pop()
 		if n == nil {

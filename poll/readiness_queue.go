@@ -79,10 +79,11 @@ import (
 // SetReadiness returned before the Poll call began may sit behind it. So
 // the consumer marks the head as it starts a drain (mark): every push that
 // returned before then is at or before that goal. Until the goal is passed
-// the consumer waits for a half-done link to finish (the producer is
-// between two atomic stores, so it only needs to run); after it, a
-// half-done link belongs to a push that overlaps the drain, and the
-// consumer may leave it for the next pass.
+// (unlinked) the consumer waits for a half-done link to finish (the
+// producer is between two atomic stores, so it only needs to run), also
+// when the link is the goal's own successor's; after it, a half-done link
+// belongs to a push that overlaps the drain, and the consumer may leave
+// it for the next pass.
 //
 // Sleep. The consumer announces that it is about to block with the sleep
 // word (awake -> asleep), then checks the queue once more; a producer links
@@ -157,11 +158,13 @@ func (q *readinessQueue) mark() {
 	q.goal = q.head.Load()
 }
 
-// behindGoal reports whether a half-done link that pop ran into may hide a
-// node linked before mark: the node it is stuck at is not the goal, and
-// the goal has not been passed.
+// behindGoal reports whether a half-done link that pop ran into may hold
+// back a node linked before mark: the goal has not been passed. That
+// includes being stuck at the goal itself, a node that cannot be unlinked
+// until the push behind it (begun after mark) has linked it; only the
+// stub as goal needs nothing (it is no node of anyone's).
 func (q *readinessQueue) behindGoal() bool {
-	return q.goal != nil && q.tail != q.goal
+	return q.goal != nil && !(q.goal == &q.stub && q.tail == &q.stub)
 }
 
 // pop unlinks the oldest node. It returns nil when the queue is empty, and
