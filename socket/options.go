@@ -4,7 +4,7 @@ package socket
 
 import "golang.org/x/sys/unix"
 
-// ListenOption configures ListenTCP. Make one with WithReusePort or
+// ListenOption configures ListenTCP (and ListenUDP: WithReusePort). Make one with WithReusePort or
 // WithBacklog; the zero value, a nil ListenOption, is ignored.
 type ListenOption func(*listenConfig)
 

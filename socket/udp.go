@@ -30,8 +30,11 @@ type UDPConn struct {
 // pick a free one (see LocalAddr). network is "udp", "udp4" or "udp6";
 // "udp" is IPv4 unless the host is an IPv6 address. A host or service name
 // is refused with ErrNeedsResolve: see DialTCP for why and what to do.
-func ListenUDP(network, addr string) (*UDPConn, error) {
-	c, err := openUDP(network, addr, false)
+// Of opts, WithReusePort applies (several sockets bind the same address,
+// and on Linux the kernel spreads the senders among them); WithBacklog
+// means nothing for datagrams and is ignored.
+func ListenUDP(network, addr string, opts ...ListenOption) (*UDPConn, error) {
+	c, err := openUDP(network, addr, false, newListenConfig(opts))
 	if err != nil {
 		return nil, opError("listen "+network, addr, err)
 	}
@@ -43,7 +46,7 @@ func ListenUDP(network, addr string) (*UDPConn, error) {
 // completes at once. addr is "host:port" with IP literals only, as for
 // ListenUDP.
 func DialUDP(network, addr string) (*UDPConn, error) {
-	c, err := openUDP(network, addr, true)
+	c, err := openUDP(network, addr, true, listenConfig{})
 	if err != nil {
 		return nil, opError("dial "+network, addr, err)
 	}
@@ -51,7 +54,7 @@ func DialUDP(network, addr string) (*UDPConn, error) {
 }
 
 // openUDP creates the socket and binds it to addr, or connects it there.
-func openUDP(network, addr string, dial bool) (*UDPConn, error) {
+func openUDP(network, addr string, dial bool, cfg listenConfig) (*UDPConn, error) {
 	ie, err := parseInet(network, "udp", addr)
 	if err != nil {
 		return nil, err
@@ -66,7 +69,10 @@ func openUDP(network, addr string, dial bool) (*UDPConn, error) {
 		return nil, err
 	}
 	var remote *net.UDPAddr
-	if err = setV6Only(fd, family); err == nil {
+	if err = setV6Only(fd, family); err == nil && cfg.reusePort {
+		err = os.NewSyscallError("setsockopt(SO_REUSEPORT)", unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1))
+	}
+	if err == nil {
 		if dial {
 			remote = &net.UDPAddr{IP: ie.ip, Port: ie.port, Zone: ie.zone}
 			err = os.NewSyscallError("connect", unix.Connect(fd, sa))
