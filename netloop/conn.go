@@ -62,7 +62,9 @@ type Conn struct {
 	undrained  bool // a read pass stopped (back pressure, PauseRead) before the socket was drained
 	failed     bool // an error or Abort: close now, dropping the queue
 	closed     bool // removed: its Stream is closed
+	drained    bool // a drain has begun for it (drain.go)
 	err        error
+	listed     int8 // its place in the Loop's registry, guarded by ls.mu (loopstate.go)
 
 	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
 
@@ -110,6 +112,9 @@ func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddO
 	}
 	if c.hasDeadlines() {
 		c.setDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout)))
+	}
+	if c.ls.enlist(c) {
+		_ = c.Async((*Conn).drain) // added during a drain: it drains too
 	}
 	return c, nil
 }
@@ -335,7 +340,7 @@ func (c *Conn) removed() {
 		c.err = err
 	}
 	c.in, c.out = nil, nil
-	c.ls.conns.Add(-1)
+	c.ls.delist(c)
 	if cl, ok := c.h.(CloseHandler); ok {
 		cl.Closed(c, c.err)
 	}

@@ -59,7 +59,7 @@ func ExampleGroup_ListenTCP() {
 		panic(err)
 	}
 	defer g.Close()
-	addr, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
+	ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
 		if _, err := netloop.Add(l, c, echo{}, netloop.Config{}); err != nil {
 			fmt.Println("add:", err) // c is closed: its client sees the end
 		}
@@ -72,7 +72,7 @@ func ExampleGroup_ListenTCP() {
 	go func() { done <- g.Run(ctx, nil) }()
 
 	for i := range 2 {
-		c, _ := net.Dial("tcp", addr.String())
+		c, _ := net.Dial("tcp", ln.Addr().String())
 		fmt.Fprintf(c, "hello %d", i)
 		buf := make([]byte, 7)
 		_, _ = io.ReadFull(c, buf)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/unipoll/unipoll/eventloop"
 )
@@ -23,6 +25,12 @@ type Group struct {
 	next    atomic.Uint64  // round-robin position
 	pending []atomic.Int64 // connections handed to each Loop, not yet added
 	pauses  atomic.Uint64  // AcceptPauses
+	log     *slog.Logger   // GroupConfig.Logger; nil: silent
+	closed  atomic.Bool    // Close was called
+
+	lnMu      sync.Mutex
+	listeners map[*Listener]struct{} // open, guarded by lnMu
+	shut      bool                   // guarded by lnMu: Shutdown began; no new Listener
 }
 
 // GroupConfig configures a Group. The zero value means the defaults.
@@ -34,6 +42,13 @@ type GroupConfig struct {
 	// Balance chooses the Loop that a connection accepted by a shared
 	// listener goes to. Default RoundRobin.
 	Balance Balance
+	// Logger receives the Group's records: accept failures and the pause
+	// after one (Warn: "netloop: accept failed", "netloop: out of
+	// descriptors, accept paused", with err, local and backoff), and a
+	// shutdown's drain (Info: "netloop: drain begun", "netloop: drain
+	// finished", "netloop: drain forced", with the counts of conns and,
+	// when forced, of those left). Nil: silent.
+	Logger *slog.Logger
 }
 
 // Balance is how a Group hands accepted connections to its Loops.
@@ -55,7 +70,13 @@ func NewGroup(c GroupConfig) (*Group, error) {
 	if c.Loops == 0 {
 		c.Loops = runtime.GOMAXPROCS(0)
 	}
-	g := &Group{balance: c.Balance, pending: make([]atomic.Int64, c.Loops)}
+	// Shutdown waits with Go timers, and the runtime opens a descriptor of
+	// its own (its netpoller) at the first timer of the process: one used
+	// first in a Shutdown while the process is out of descriptors (the
+	// state accept's back-off is for) would crash it. Use one now.
+	time.AfterFunc(time.Hour, func() {}).Stop()
+	g := &Group{balance: c.Balance, pending: make([]atomic.Int64, c.Loops), log: c.Logger,
+		listeners: make(map[*Listener]struct{})}
 	for range c.Loops {
 		l, err := eventloop.New(c.Loop)
 		if err != nil {
@@ -78,7 +99,7 @@ func (g *Group) Loops() []*eventloop.Loop {
 
 // Run runs every Loop, each on its own goroutine (the first on the
 // caller's), with h as Run's Handler, and returns when all have returned:
-// after Shutdown, Close or ctx's end, or when one fails (the others are
+// after Shutdown (once the drain is over), Close or ctx's end, or when one fails (the others are
 // then shut down). It returns the first error, or ctx's.
 func (g *Group) Run(ctx context.Context, h eventloop.Handler) error {
 	if g == nil || len(g.loops) == 0 {
@@ -114,22 +135,15 @@ func (g *Group) Run(ctx context.Context, h eventloop.Handler) error {
 	return nil
 }
 
-// Shutdown shuts every Loop down (see eventloop.Loop.Shutdown).
-func (g *Group) Shutdown() {
-	if g == nil {
-		return
-	}
-	for _, l := range g.loops {
-		l.Shutdown()
-	}
-}
-
 // Close closes every Loop (see eventloop.Loop.Close), and with them the
-// Group's listeners and Conns. Closing twice returns an error matching ErrClosed.
+// Group's listeners and Conns, at once: queued output is dropped (see
+// Shutdown for a graceful end). Closing twice returns an error matching
+// ErrClosed.
 func (g *Group) Close() error {
 	if g == nil {
 		return errZeroGroup
 	}
+	g.closed.Store(true)
 	var errs []error
 	for _, l := range g.loops {
 		errs = append(errs, l.Close())

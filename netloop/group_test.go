@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ func TestGroupEcho(t *testing.T) {
 			for i, l := range g.Loops() {
 				index[l] = i
 			}
-			addr, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
+			ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
 				perLoop[index[l]].Add(1)
 				_, err := Add(l, c, newEcho(), Config{})
 				require.NoError(t, err)
@@ -70,7 +71,7 @@ func TestGroupEcho(t *testing.T) {
 			for i := range clients {
 				// One at a time: the connections stay open, so
 				// least-connections must spread them evenly too.
-				c, err := net.Dial("tcp", addr.String())
+				c, err := net.Dial("tcp", ln.Addr().String())
 				require.NoError(t, err)
 				held <- c
 				require.NoError(t, c.SetDeadline(time.Now().Add(waitLimit)))
@@ -124,7 +125,18 @@ func TestGroupErrors(t *testing.T) {
 	_, err = g.ListenTCP("tcp", "127.0.0.1:0", nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	_, err = g.ListenTCP("udp", "127.0.0.1:0", func(*eventloop.Loop, *socket.TCPConn) {})
-	require.Error(t, err)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = g.ListenUDP("tcp", "127.0.0.1:0", func(*eventloop.Loop, *socket.UDPConn, []byte, net.Addr) {})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = g.ListenUDP("udp", "127.0.0.1:0", nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = g.ListenUnix("", func(*eventloop.Loop, *socket.UnixConn) {})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = g.ListenUnix(filepath.Join(t.TempDir(), "s"), nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.NoError(t, g.Close())
 	require.ErrorIs(t, g.Close(), ErrClosed)
+	require.ErrorIs(t, g.Shutdown(context.Background()), ErrClosed, "Shutdown after Close")
+	var noCtx context.Context
+	require.ErrorIs(t, g.Shutdown(noCtx), ErrInvalidArgument)
 }

@@ -2,11 +2,13 @@ package netloop
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/socket"
 )
 
 // The zero and nil values of every type return errors, report nothing and
@@ -44,11 +46,21 @@ func TestZeroValues(t *testing.T) {
 		t.Run(name+" Group", func(t *testing.T) {
 			require.Empty(t, g.Loops())
 			require.ErrorIs(t, g.Run(context.Background(), nil), ErrInvalidArgument)
-			g.Shutdown()
+			require.ErrorIs(t, g.Shutdown(context.Background()), ErrInvalidArgument)
+			_, err := g.ListenUnix("x", func(*eventloop.Loop, *socket.UnixConn) {})
+			require.ErrorIs(t, err, ErrInvalidArgument)
+			_, err = g.ListenUDP("udp", "127.0.0.1:0", func(*eventloop.Loop, *socket.UDPConn, []byte, net.Addr) {})
+			require.ErrorIs(t, err, ErrInvalidArgument)
 		})
 	}
 	g := (*Group)(nil)
 	require.Zero(t, g.AcceptPauses())
+	require.ErrorIs(t, Shutdown(context.Background(), nil), ErrInvalidArgument)
+	require.ErrorIs(t, Shutdown(context.Background(), &eventloop.Loop{}), ErrInvalidArgument)
+	var ln *Listener
+	require.Nil(t, ln.Addr())
+	require.ErrorIs(t, ln.Close(), ErrInvalidArgument)
+	require.ErrorIs(t, (&Listener{}).Close(), ErrInvalidArgument)
 	l := newLoop(t, eventloop.Config{})
 	_, err := Add(l, nil, HandlerFunc(nil), Config{})
 	require.ErrorIs(t, err, ErrInvalidArgument)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,9 +42,11 @@ func newLoopServer(addr string, loops int, reusePort bool, logf func(string, ...
 	if reusePort {
 		opts = append(opts, netloop.ReusePort())
 	}
-	if s.addr, err = g.ListenTCP("tcp", addr, s.accept, opts...); err != nil {
+	ln, err := g.ListenTCP("tcp", addr, s.accept, opts...)
+	if err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
+	s.addr = ln.Addr()
 	return s, nil
 }
 
@@ -63,9 +66,18 @@ func (s *loopServer) Addr() net.Addr { return s.addr }
 // Backend names the Poll's OS mechanism.
 func (s *loopServer) Backend() string { return s.g.Loops()[0].Poll().Backend() }
 
-// Stop makes Run return; safe from any goroutine, any number of times,
+// Stop drains the connections (netloop.Group.Shutdown) and makes Run
+// return; safe from any goroutine, any number of times,
 // before, during or after Run.
-func (s *loopServer) Stop() { s.g.Shutdown() }
+func (s *loopServer) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopDrain)
+	defer cancel()
+	_ = s.g.Shutdown(ctx) // ErrClosed after Run: nothing left to stop
+}
+
+// stopDrain bounds Stop's drain: echoes are answered at once, so a Conn
+// still open after it has a client that stopped reading.
+const stopDrain = 5 * time.Second
 
 // Run serves until Stop, then closes every connection, the listeners and
 // the Loops.

@@ -71,9 +71,11 @@ func newServer(cfg config, logf func(string, ...any)) (*server, error) {
 	if cfg.reusePort {
 		opts = append(opts, netloop.ReusePort())
 	}
-	if s.addr, err = g.ListenTCP("tcp", cfg.addr, s.accept, opts...); err != nil {
+	ln, err := g.ListenTCP("tcp", cfg.addr, s.accept, opts...)
+	if err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
+	s.addr = ln.Addr()
 	if _, err := g.Loops()[0].AfterFunc(sweepEvery, s.sweep); err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
@@ -125,8 +127,17 @@ func (s *server) accept(l *eventloop.Loop, c *socket.TCPConn) {
 // Addr is the address the server listens on.
 func (s *server) Addr() net.Addr { return s.addr }
 
-// Stop makes Run return.
-func (s *server) Stop() { s.g.Shutdown() }
+// Stop drains the connections (netloop.Group.Shutdown) and makes Run
+// return.
+func (s *server) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopDrain)
+	defer cancel()
+	_ = s.g.Shutdown(ctx) // ErrClosed after Run: nothing left to stop
+}
+
+// stopDrain bounds Stop's drain: replies are written at once, so a Conn
+// still open after it has a client that stopped reading.
+const stopDrain = 5 * time.Second
 
 // Run serves until Stop, then closes everything.
 func (s *server) Run() error {
