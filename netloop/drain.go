@@ -90,6 +90,7 @@ func (d drainer) run(ctx context.Context) error {
 			cause := fmt.Errorf("netloop: drain cut short: %w", context.Cause(ctx))
 			left := 0
 			for _, s := range states {
+				s.decide(ctx.Err()) // before the aborts, which may let another run see the drain over
 				left += s.abortAll(cause)
 			}
 			logAt(d.log, slog.LevelInfo, "netloop: drain forced", "conns", told, "left", left,
@@ -135,8 +136,9 @@ func (d drainer) waitAborted(states []*loopState, wake chan struct{}) {
 	}
 }
 
-// finish records err as the drain's result (the first run to finish
-// decides it) and stops the Loops, so that their Runs return.
+// finish records err as the drain's result (unless a run that forced
+// it, or finished first, decided it) and stops the Loops, so that their
+// Runs return.
 func (d drainer) finish(states []*loopState, err error) error {
 	for _, s := range states {
 		s.finish(err)

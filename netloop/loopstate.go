@@ -35,10 +35,12 @@ type loopState struct {
 	draining bool
 	waiters  []chan struct{} // Shutdowns waiting for live to empty
 
-	// The end of the drain: closed, with its result, by the first
-	// Shutdown that stopped the Loop.
+	// The end of the drain: its result, decided once (by the first
+	// Shutdown to force the drain, or to see it over), and finished,
+	// closed once a Shutdown has stopped the Loop.
+	finishErr  error // set by decideOnce, before finished is closed
+	decideOnce sync.Once
 	finished   chan struct{}
-	finishErr  error // set before finished is closed
 	finishOnce sync.Once
 }
 
@@ -129,12 +131,13 @@ func (s *loopState) snapshotLocked() []*Conn {
 	return conns
 }
 
-// finish records the drain's result, once.
+// decide records the drain's result, unless it was decided before.
+func (s *loopState) decide(err error) { s.decideOnce.Do(func() { s.finishErr = err }) }
+
+// finish decides the result (if not yet), and says the drain is over.
 func (s *loopState) finish(err error) {
-	s.finishOnce.Do(func() {
-		s.finishErr = err
-		close(s.finished)
-	})
+	s.decide(err)
+	s.finishOnce.Do(func() { close(s.finished) })
 }
 
 // watch adds w to the channels woken when live empties; the returned

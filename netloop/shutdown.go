@@ -11,7 +11,9 @@ import (
 //
 //  1. Every Listener closes at once, so a client that connects from then
 //     on is refused, not accepted and then reset; ListenTCP and the
-//     others refuse new ones (ErrClosed).
+//     others refuse new ones (ErrClosed). (Connections the kernel has
+//     completed but the listener not yet accepted when it closes are
+//     reset by the kernel, as with any listener that closes.)
 //  2. Every Conn on the Group's Loops hears that a drain has begun, in its
 //     own call: a DrainHandler finishes it its own way; without one it is
 //     closed as by Conn.Close (reading stops, and it closes once its
