@@ -25,6 +25,7 @@ type acceptor[C any] interface {
 	poll.Evented
 	Accept() (C, error)
 	Addr() net.Addr
+	Fd() int
 	Close() error
 }
 
@@ -147,9 +148,20 @@ func (s *streamListener[C]) Removed(l *eventloop.Loop, t poll.Token) {
 
 // close closes the socket now, so that clients are refused at once, not
 // when the Loop gets to the removal; Removed's Close then finds it closed.
+//
+// Closing the descriptor is not enough with a poll(2) backend: the kernel
+// holds a reference to every file a poll waits on, so the socket listens
+// on until that poll returns (the removal nudges it, but the caller's
+// next connect can come first). On Linux, shutting a listening socket
+// down takes it out of the listening state at once, whoever holds the
+// file; elsewhere shutdown fails (ENOTCONN) and changes nothing. It comes
+// before Remove, while nothing else closes the descriptor.
 func (s *streamListener[C]) close() error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if fd := s.ln.Fd(); fd >= 0 {
+		_ = unix.Shutdown(fd, unix.SHUT_RD)
 	}
 	err := s.l.Remove(s.tok)
 	if errors.Is(err, eventloop.ErrUnknownToken) || errors.Is(err, ErrClosed) {
