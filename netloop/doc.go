@@ -28,8 +28,24 @@
 // Group.ListenTCP shares a listener among them, handing connections round
 // robin or to the Loop with the fewest Conns (Balance), or gives each
 // Loop its own with ReusePort; AcceptFunc receives each connection on its
-// Loop. A listener that cannot accept (out of descriptors) pauses
-// (Group.AcceptPauses).
+// Loop. Group.ListenUnix does the same for a Unix-domain socket
+// (UnixAcceptFunc), and Group.ListenUDP hands every datagram, with its
+// sender, to a PacketFunc on the socket's Loop (one socket per Loop with
+// ReusePort). Each returns a Listener, which Listener.Close closes on its
+// own. A listener that cannot accept (out of descriptors) pauses
+// (Group.AcceptPauses). GroupConfig.Logger, a log/slog Logger, hears
+// accept failures and pauses (Warn) and drains (Info); nil is silent.
+//
+// # Graceful shutdown
+//
+// Group.Shutdown(ctx) closes the Group's Listeners at once, so new
+// clients are refused; tells every Conn that a drain has begun (a
+// DrainHandler finishes it its own way, any other Conn closes once its
+// queued output is written); waits for them to close; at ctx's end ends
+// the rest with Abort; and stops the Loops, so Run returns. Shutdown(ctx,
+// l) does the same for a lone Loop's Conns. Each Loop keeps a registry of
+// its Conns for this (Conns counts them); the drain reaches each Conn
+// through Async, so it runs among the Conn's own calls.
 //
 // # Errors
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/unipoll/unipoll/channel"
 	"github.com/unipoll/unipoll/child"
 	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/poll"
 	"github.com/unipoll/unipoll/signal"
 	"github.com/unipoll/unipoll/socket"
@@ -21,7 +22,8 @@ import (
 // loopTour is the same tour on an eventloop.Loop: each source gets its own
 // handler instead of a switch on tokens, the Loop's timer runs a function
 // after a delay, a function posted from another goroutine runs on the
-// loop, and the loop stops itself once every kind has been heard from.
+// loop, a netloop Conn echoes a client, and once every kind has been
+// heard from, netloop.Shutdown drains the Conn and stops the loop.
 func loopTour(out io.Writer) error {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
@@ -33,13 +35,19 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output", "Conn"}
 	seen := map[string]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
 	heard := func(l *eventloop.Loop, kind, what string) {
 		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
+		first := len(seen) < len(kinds)
 		seen[kind] = true
-		if len(seen) == len(kinds) {
-			l.Shutdown()
+		if first && len(seen) == len(kinds) {
+			// A graceful stop: the Conn says goodbye, then the Loop stops.
+			// Shutdown waits for the Loop, so not on it.
+			go func() { shut <- netloop.Shutdown(ctx, l) }()
 		}
 	}
 
@@ -195,6 +203,15 @@ func loopTour(out io.Writer) error {
 	}
 	say("Started `sh -c 'echo hello from a child; exit 4'` and added its stdout and a Watcher for its exit.")
 
+	// 10. A Conn (package netloop): a buffered stream on the Loop, which
+	// echoes its client, and says goodbye when the drain begins.
+	client, err := addConn(l, heard)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	say("Added a netloop Conn on a socket pair; it echoes, and says goodbye at Shutdown.")
+
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
 		return err
 	}
@@ -204,17 +221,24 @@ func loopTour(out io.Writer) error {
 		_ = workerReady.SetReadiness(poll.Readable)
 		// 7. Work posted from another goroutine runs on the loop.
 		_ = l.Post(func(l *eventloop.Loop) { heard(l, "Post", "a function from another goroutine, run on the loop") })
+		_, _ = client.Write([]byte("hello to a Conn"))
 	}()
-	say("Sent SIGUSR2 to ourselves. A goroutine writes to the socket, sends on the channel, sets the Registration and posts a function.\n")
+	say("Sent SIGUSR2 to ourselves. A goroutine writes to the socket and the Conn, sends on the channel, sets the Registration and posts a function.\n")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if err := l.Run(ctx, nil); err != nil {
 		return fmt.Errorf("loop: %w", err)
 	}
 	if len(seen) != len(kinds) {
 		return errors.New("the loop stopped before every source was heard from")
 	}
+	if err := <-shut; err != nil {
+		return fmt.Errorf("netloop.Shutdown: %w", err)
+	}
+	got, err := readToEnd(client)
+	if err != nil {
+		return fmt.Errorf("the Conn's client: %w", err)
+	}
+	say("\nnetloop.Shutdown drained the Conn and stopped the Loop: its client read %q, then the end.", got)
 	st := l.Stats()
 	say("\nOne Loop, %d kinds of work. Stats: %d iterations, %d handler calls, %d timeouts, %d posted functions.",
 		len(kinds), st.Iterations, st.Calls, st.Timers, st.Tasks)

@@ -22,6 +22,8 @@ func TestLoopTour(t *testing.T) {
 		"child: pid ",
 		"exit status 4; reaped by cmd.Wait",
 		`child output: read "hello from a child\n"`,
+		`Conn: echoing "hello to a Conn"`,
+		`its client read "hello to a Conn goodbye", then the end`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())
