@@ -72,7 +72,7 @@ func (d drainer) run(ctx context.Context) error {
 		began = began || first
 	}
 	if began {
-		logAt(d.log, slog.LevelInfo, "netloop: drain begun", "conns", told, "loops", len(d.loops))
+		logIfSet(d.log, slog.LevelInfo, "netloop: drain begun", "conns", told, "loops", len(d.loops))
 	}
 	wake := make(chan struct{}, 1)
 	for _, s := range states {
@@ -93,14 +93,14 @@ func (d drainer) run(ctx context.Context) error {
 				s.decide(ctx.Err()) // before the aborts, which may let another run see the drain over
 				left += s.abortAll(cause)
 			}
-			logAt(d.log, slog.LevelInfo, "netloop: drain forced", "conns", told, "left", left,
+			logIfSet(d.log, slog.LevelInfo, "netloop: drain forced", "conns", told, "left", left,
 				"duration", time.Since(start))
 			d.waitAborted(states, wake)
 			return d.finish(states, ctx.Err())
 		}
 	}
 	if began {
-		logAt(d.log, slog.LevelInfo, "netloop: drain finished", "conns", told, "duration", time.Since(start))
+		logIfSet(d.log, slog.LevelInfo, "netloop: drain finished", "conns", told, "duration", time.Since(start))
 	}
 	return d.finish(states, nil)
 }
@@ -177,8 +177,8 @@ func Shutdown(ctx context.Context, l *eventloop.Loop) error {
 	return drainer{loops: []*eventloop.Loop{l}}.run(ctx)
 }
 
-// logAt writes a record to log, if there is one.
-func logAt(log *slog.Logger, level slog.Level, msg string, args ...any) {
+// logIfSet writes a record to log, if there is one.
+func logIfSet(log *slog.Logger, level slog.Level, msg string, args ...any) {
 	if log != nil {
 		log.Log(context.Background(), level, msg, args...)
 	}

@@ -118,7 +118,7 @@ func (s *streamListener[C]) pause(err error) eventloop.Action {
 	if outOfDescriptors(err) {
 		msg = "netloop: out of descriptors, accept paused"
 	}
-	logAt(s.g.log, slog.LevelWarn, msg, "err", err, "local", s.ln.Addr(), "backoff", acceptBackoff)
+	logIfSet(s.g.log, slog.LevelWarn, msg, "err", err, "local", s.ln.Addr(), "backoff", acceptBackoff)
 	if err := s.backoffSet.DelayReadiness(poll.Readable, acceptBackoff); err != nil {
 		return eventloop.Keep
 	}

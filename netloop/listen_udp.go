@@ -105,7 +105,7 @@ func (p *packetListener) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Actio
 		if err != nil {
 			// An error queued on the socket (an ICMP report) is taken by
 			// this read; the datagrams behind it are still to be read.
-			logAt(p.g.log, slog.LevelWarn, "netloop: receive failed", "err", err, "local", p.pc.LocalAddr())
+			logIfSet(p.g.log, slog.LevelWarn, "netloop: receive failed", "err", err, "local", p.pc.LocalAddr())
 			continue
 		}
 		p.h(l, p.pc, p.buf[:n], from)
