@@ -99,8 +99,9 @@ func (g *Group) Loops() []*eventloop.Loop {
 
 // Run runs every Loop, each on its own goroutine (the first on the
 // caller's), with h as Run's Handler, and returns when all have returned:
-// after Shutdown (once the drain is over), Close or ctx's end, or when one fails (the others are
-// then shut down). It returns the first error, or ctx's.
+// after Shutdown (once its drain is over), Close or ctx's end, or when
+// one fails (the others are then shut down). It returns the first error,
+// or ctx's.
 func (g *Group) Run(ctx context.Context, h eventloop.Handler) error {
 	if g == nil || len(g.loops) == 0 {
 		return errZeroGroup

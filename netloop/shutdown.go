@@ -26,7 +26,9 @@ import (
 //
 // It returns nil when everything drained, ctx's error when ctx ended
 // first. The Loops must be running (Run) for the drain to make progress;
-// a ctx without deadline waits as long as the Conns take. Shutdown may be
+// a ctx without deadline waits as long as the Conns take. (Before Run,
+// a Group with no Conns has nothing to drain: its Loops stop at once, and
+// a later Run returns nil at once.) Shutdown may be
 // called from any goroutine except a handler of the Group's Loops (it
 // waits for them). A second Shutdown, during the first, waits for the
 // same drain with its own ctx (each forces it at its own deadline); after

@@ -257,9 +257,16 @@ func (p *polite) Draining(c *Conn) {
 
 // A DrainHandler hears of the drain and finishes the Conn its own way:
 // the Conn keeps reading and writing until the handler closes it, and
-// Shutdown waits for that.
+// Shutdown waits for that. Also on Loops with several workers, where the
+// drain reaches each Conn through Async.
 func TestShutdownDrainHandler(t *testing.T) {
-	g, err := NewGroup(GroupConfig{Loops: 2})
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) { testShutdownDrainHandler(t, workers) })
+	}
+}
+
+func testShutdownDrainHandler(t *testing.T, workers int) {
+	g, err := NewGroup(GroupConfig{Loops: 2, Loop: eventloop.Config{Workers: workers}})
 	require.NoError(t, err)
 	p := new(polite)
 	ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
