@@ -99,10 +99,11 @@ func (d drainer) run(ctx context.Context) error {
 			return d.finish(states, ctx.Err())
 		}
 	}
-	if began {
+	err := d.finish(states, nil)
+	if began && err == nil { // not when another run forced it
 		logIfSet(d.log, slog.LevelInfo, "netloop: drain finished", "conns", told, "duration", time.Since(start))
 	}
-	return d.finish(states, nil)
+	return err
 }
 
 // idle reports that no Conn is left on the Loops, nor on its way to one.
