@@ -5,7 +5,8 @@
 // timer, a signal the process sends itself, a child process's exit and its
 // output) registered with the same Poll and coming back from the same Poll
 // call; then the same kinds of work through an eventloop.Loop, a handler
-// per source (loop.go).
+// per source, with a netloop Conn that netloop.Shutdown drains at the end
+// (loop.go).
 //
 //	go run ./examples/tour
 //
