@@ -80,9 +80,9 @@ func (s *server) connConfig() (netloop.Config, error) {
 	}
 	if c.MaxWriteQueue == 0 {
 		c.MaxWriteQueue = s.cfg.maxReply + c.HighWater + replySlack
-	}
-	if c.MaxWriteQueue-c.HighWater < 64<<10 {
-		return c, errors.New("resp: MaxWriteQueue must exceed HighWater by 64 KiB at least")
+	} else if c.MaxWriteQueue-c.HighWater < 64<<10 {
+		// Set by hand (not a flag): leave room for ordinary replies.
+		return c, fmt.Errorf("%w: MaxWriteQueue must exceed HighWater by 64 KiB at least", errConfig)
 	}
 	s.cfg.conn = c
 	return c, nil
