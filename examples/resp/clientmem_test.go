@@ -86,6 +86,9 @@ func TestClientMemoryCap(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range conns {
 		conns[i] = dial(t, addr)
+		// A held client waits until the test closes it, past dial's
+		// deadline if the machine is slow.
+		require.NoError(t, conns[i].c.SetDeadline(time.Now().Add(5*time.Minute)))
 		wg.Add(1)
 		go func(c *client, r *result) {
 			defer wg.Done()

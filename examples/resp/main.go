@@ -1,6 +1,6 @@
 // Command resp is a server speaking the Redis protocol (RESP2 and inline
 // commands, with pipelining) on the eventloop package: PING, ECHO, SET
-// (with EX, PX, NX, XX), GET, DEL, EXISTS, INCR, MGET, and QUIT, on one
+// (with EX, PX, NX, XX), GET, DEL, EXISTS, INCR, MGET, INFO and QUIT, on one
 // Loop or a Group of them sharing one key space. Unchanged redis-cli and
 // redis-benchmark talk to it.
 //
@@ -36,8 +36,10 @@
 // been served, so an idle client costs little.
 //
 // -max-client-memory bounds what matters when many clients send at once:
-// the partial requests they hold. A client whose held input would pass
-// it gets "-ERR client memory limit reached" and is disconnected (redis
+// the partial requests they hold. It counts the bytes held; the buffers
+// around them grow by doubling, so the memory they take may be up to
+// twice that. A client whose held input would pass the bound gets
+// "-ERR client memory limit reached" and is disconnected (redis
 // disconnects the largest clients instead; see clientMemory for why the
 // one that grows is chosen here). INFO shows the bound, what is held
 // (mem_clients_normal) and the clients refused (evicted_clients). Replies
