@@ -26,6 +26,7 @@ var commands = map[string]command{
 	"quit":    {1, cmdQuit},
 	"config":  {-2, cmdConfig},
 	"command": {-1, cmdCommand},
+	"info":    {-1, cmdInfo},
 }
 
 // lookup finds a command by name, in any case, without allocating for

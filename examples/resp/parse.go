@@ -21,16 +21,23 @@ import (
 // limits bound a request.
 type limits struct {
 	maxArgs   int // elements in one array
-	maxBulk   int // bytes in one bulk string
+	maxBulk   int // bytes in one bulk string (-max-bulk)
 	maxInline int // bytes in one inline command, or in a header line
-	maxTotal  int // bytes in one request, headers and all
+	maxTotal  int // bytes in one request, headers and all (-max-request)
 }
 
+// defaultLimits are redis-server's: proto-max-bulk-len (512 MiB) for a
+// bulk string, client-query-buffer-limit (1 GiB) for a request, 64 KiB
+// for an inline command (its PROTO_INLINE_MAX_SIZE). Arrays are held to
+// 1024 elements, below redis' 1M for an unauthenticated client, as
+// nothing here takes more arguments than MGET, DEL and EXISTS do.
+// Neither size is ever allocated in advance: a Conn's buffer grows with
+// what has arrived, and -max-client-memory bounds all of them together.
 var defaultLimits = limits{
 	maxArgs:   1024,
-	maxBulk:   512 << 10,
+	maxBulk:   512 << 20,
 	maxInline: 64 << 10,
-	maxTotal:  1 << 20,
+	maxTotal:  1 << 30,
 }
 
 // protoError is a malformed or oversized request: the server replies with

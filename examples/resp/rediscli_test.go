@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,4 +58,38 @@ func TestRedisCLI(t *testing.T) {
 	require.Equal(t, "\"a\\x00b\\xffc\"\n", redisCLI(t, port, "", "--no-raw", "GET", "bin"))
 	// Commands on standard input, one per line, as redis-cli pipes them.
 	require.Equal(t, "OK\n2\n2\n", redisCLI(t, port, "SET a 1\nINCR a\nGET a\n"))
+}
+
+// A 16 MiB value, random bytes, with the default limits: redis-cli sets
+// it from its standard input (-x) and gets it back byte for byte (its
+// output to a pipe is the raw value and a newline).
+func TestRedisCLIBigValue(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli is not installed (apt-get install redis-tools)")
+	}
+	srv := start(t, config{loops: 2})
+	port := strconv.Itoa(srv.Addr().(*net.TCPAddr).Port)
+	value := make([]byte, 16<<20)
+	_, _ = rand.NewChaCha8([32]byte{24}).Read(value) // never fails
+	file := filepath.Join(t.TempDir(), "value")
+	require.NoError(t, os.WriteFile(file, value, 0o600))
+
+	set := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "-x", "SET", "big")
+	in, err := os.Open(file)
+	require.NoError(t, err)
+	defer in.Close()
+	set.Stdin = in
+	out, err := set.CombinedOutput()
+	require.NoError(t, err, "redis-cli -x SET: %s", out)
+	require.Equal(t, "OK\n", string(out))
+
+	get := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "GET", "big")
+	var stderr bytes.Buffer
+	get.Stderr = &stderr
+	out, err = get.Output()
+	require.NoError(t, err, "redis-cli GET: %s", stderr.Bytes())
+	require.Len(t, out, len(value)+1)
+	require.True(t, bytes.Equal(value, out[:len(value)]), "the value came back changed")
+	require.Equal(t, byte('\n'), out[len(value)])
+	require.Zero(t, srv.mem.held.Load(), "nothing held once the request was served")
 }

@@ -14,16 +14,6 @@ import (
 	"github.com/unipoll/unipoll/socket"
 )
 
-// config is the server's.
-type config struct {
-	addr      string
-	loops     int
-	reusePort bool
-	idle      time.Duration // close connections idle this long (0: never), through the Conn's IdleTimeout
-	lim       limits
-	conn      netloop.Config
-}
-
 // server is a Group of Loops sharing one key space.
 type server struct {
 	cfg      config
@@ -32,6 +22,8 @@ type server struct {
 	addr     net.Addr
 	maxReply int // the largest reply a session builds (below the write queue's bound)
 	logf     func(format string, args ...any)
+	mem      clientMemory
+	clients  atomic.Int64 // connected now (INFO's connected_clients)
 
 	// The most output any Conn held queued, and input it held unconsumed,
 	// after a request: what bounds the server's memory per client.
@@ -49,24 +41,21 @@ func noteMax(m *atomic.Int64, v int64) {
 }
 
 func newServer(cfg config, logf func(string, ...any)) (*server, error) {
-	if cfg.lim == (limits{}) {
-		cfg.lim = defaultLimits
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.conn.MaxReadBuffer == 0 {
-		// Room for the largest request the parser accepts.
-		cfg.conn.MaxReadBuffer = cfg.lim.maxTotal + cfg.lim.maxInline
-	}
-	cfg.conn.IdleTimeout = cfg.idle
 	g, err := netloop.NewGroup(netloop.GroupConfig{Loops: cfg.loops})
 	if err != nil {
 		return nil, err
 	}
 	s := &server{cfg: cfg, g: g, db: newStore(), logf: logf}
+	s.mem.limit = int64(cfg.clientMem)
 	cc, err := s.connConfig()
 	if err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
-	s.maxReply = cc.MaxWriteQueue - cc.HighWater - 1024
+	s.maxReply = min(cfg.maxReply, cc.MaxWriteQueue-cc.HighWater-replySlack)
 	var opts []netloop.ListenOption
 	if cfg.reusePort {
 		opts = append(opts, netloop.ReusePort())
@@ -95,23 +84,6 @@ func (s *server) sweep(l *eventloop.Loop) {
 	_, _ = l.AfterFunc(sweepEvery, s.sweep) // fails only once the Loop is closing
 }
 
-// connConfig is the netloop.Config with its defaults filled in, which the
-// sessions rely on (HighWater, MaxWriteQueue).
-func (s *server) connConfig() (netloop.Config, error) {
-	c := s.cfg.conn
-	if c.MaxWriteQueue == 0 {
-		c.MaxWriteQueue = netloop.DefaultMaxWriteQueue
-	}
-	if c.HighWater == 0 {
-		c.HighWater = min(netloop.DefaultHighWater, c.MaxWriteQueue)
-	}
-	if c.MaxWriteQueue-c.HighWater < 64<<10 {
-		return c, errors.New("resp: MaxWriteQueue must exceed HighWater by 64 KiB at least")
-	}
-	s.cfg.conn = c
-	return c, nil
-}
-
 // accept starts a session on the Loop the Group chose.
 func (s *server) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	_ = c.SetNoDelay(true)
@@ -122,6 +94,7 @@ func (s *server) accept(l *eventloop.Loop, c *socket.TCPConn) {
 		return
 	}
 	ss.conn = conn
+	s.clients.Add(1)
 }
 
 // Addr is the address the server listens on.
@@ -158,7 +131,11 @@ type session struct {
 	args [][]byte // the current request's arguments, reused
 	out  []byte   // the current request's reply, reused
 	quit bool     // QUIT: close once the reply is written
+	held int64    // unconsumed input counted in srv.mem (see clientMemory)
 }
+
+// errClientMem is the reply to a client refused by -max-client-memory.
+const errClientMem = "ERR client memory limit reached (max-client-memory): closing the connection"
 
 // Data parses and runs every complete request in in, and queues their
 // replies on the Conn, which writes them all at the end of the read: a
@@ -183,6 +160,7 @@ func (s *session) Data(c *netloop.Conn, in []byte) int {
 			// Malformed: reply, close once written, take the rest.
 			_, _ = c.Write(appendError(s.out[:0], err.Error()))
 			c.Close()
+			s.srv.mem.resize(&s.held, 0)
 			return len(in)
 		}
 		done += n
@@ -195,6 +173,7 @@ func (s *session) Data(c *netloop.Conn, in []byte) int {
 		}
 		if _, err := c.Write(s.out); err != nil {
 			c.Abort(err) // cannot happen below high water; do not leave a request unanswered
+			s.srv.mem.resize(&s.held, 0)
 			return len(in)
 		}
 		if q := int64(c.Queued()); q > s.srv.maxQueued.Load() {
@@ -206,16 +185,30 @@ func (s *session) Data(c *netloop.Conn, in []byte) int {
 	}
 	if s.quit {
 		c.Close()
+		s.srv.mem.resize(&s.held, 0)
 		return len(in)
 	}
-	if rest := int64(len(in) - done); rest > s.srv.maxBuffered.Load() {
+	rest := int64(len(in) - done)
+	if !s.srv.mem.resize(&s.held, rest) {
+		// Refused: what it holds is dropped with its Conn's input, and
+		// the replies queued before it still go out.
+		s.srv.mem.refused.Add(1)
+		s.srv.mem.resize(&s.held, 0)
+		_, _ = c.Write(appendError(s.out[:0], errClientMem))
+		c.Close()
+		return len(in)
+	}
+	if rest > s.srv.maxBuffered.Load() {
 		noteMax(&s.srv.maxBuffered, rest)
 	}
 	return done
 }
 
-// Closed logs what a client does not cause by going away.
+// Closed releases what the session held and logs what a client does not
+// cause by going away.
 func (s *session) Closed(c *netloop.Conn, err error) {
+	s.srv.mem.resize(&s.held, 0)
+	s.srv.clients.Add(-1)
 	if err != nil && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) && !errors.Is(err, netloop.ErrIdleTimeout) {
 		s.srv.logf("resp: %v", err)
 	}

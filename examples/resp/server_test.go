@@ -170,7 +170,9 @@ func TestProtocolErrors(t *testing.T) {
 		{"*1\r\n$-5\r\n", "ERR Protocol error: invalid bulk length"},
 		{"*1\r\n$1000000000\r\n", "ERR Protocol error: invalid bulk length"},
 		{"*1\r\n$3\r\nGETXX", "ERR Protocol error: bulk string not terminated by CRLF"},
-		{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$524288\r\n", ""}, // at the limit: waits for the body
+		{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870913\r\n", "ERR Protocol error: invalid bulk length"}, // past -max-bulk
+		{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$300000000\r\n", "ERR Protocol error: request too big"},     // past -max-client-memory
+		{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$16777216\r\n", ""},                                         // 16 MiB: waits for the body
 	} {
 		c := dial(t, srv.Addr().String())
 		_, err := c.c.Write([]byte(tc.in))
