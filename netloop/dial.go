@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/unipoll/unipoll/eventloop"
@@ -37,7 +38,9 @@ import (
 //  4. A socket on the Loop is closed by its attempt's Removed only (after
 //     the Loop's last call for it), or handed to a Conn there if it
 //     connected: closing it earlier could hand its descriptor number to
-//     another socket while a call for the old one still runs.
+//     another socket while a call for the old one still runs. Removed
+//     takes no lock of the dial's: Loop.Remove, which steps call with
+//     d.mu held, runs it at once when no Run is active.
 
 // Dialer opens outbound connections from a Loop: Dial's done hears, once
 // and on the Loop, either a live Conn or why there is none. The zero
@@ -327,7 +330,10 @@ type attempt struct {
 	d   *dial
 	s   *socket.TCPConn
 	tok poll.Token
-	won bool // connected: Removed hands s to a Conn (guarded by d.mu)
+	// won: connected, so Removed hands s to a Conn. Atomic, not under
+	// d.mu: Remove runs Removed at once when no Run is active, and the
+	// dial calls Remove with d.mu held.
+	won atomic.Bool
 }
 
 // next starts a connect to the next address that accepts one, and arms
@@ -419,7 +425,7 @@ func (a *attempt) Ready(*eventloop.Loop, poll.Event) eventloop.Action {
 	}
 	d.cur = nil
 	if err == nil {
-		a.won = true
+		a.won.Store(true)
 		d.end()
 		d.mu.Unlock()
 		return eventloop.Remove
@@ -438,10 +444,7 @@ func (a *attempt) Ready(*eventloop.Loop, poll.Event) eventloop.Action {
 // Removed closes the socket, or makes a Conn of it if it connected: the
 // Conn's first call reports it.
 func (a *attempt) Removed(*eventloop.Loop, poll.Token) {
-	a.d.mu.Lock()
-	won := a.won
-	a.d.mu.Unlock()
-	if !won {
+	if !a.won.Load() {
 		_ = a.s.Close()
 		return
 	}

@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -35,15 +36,19 @@ func (d *dial) startResolve(r *net.Resolver, host, port string) {
 	if r == nil {
 		r = net.DefaultResolver
 	}
+	// No deadline of the dial's here: the Loop's timer ends the dial at
+	// its deadline, and the end cancels the lookup.
 	ctx, cancel := context.WithCancel(d.ctx)
-	if !d.deadline.IsZero() {
-		ctx, cancel = context.WithDeadline(d.ctx, d.deadline)
-	}
 	d.unresolv = cancel
 	go func() {
 		addrs, err := lookup(ctx, r, d.network, host, port)
 		_ = d.l.Post(func(*eventloop.Loop) {
 			d.step(func() error {
+				if err != nil && !d.deadline.IsZero() && !time.Now().Before(d.deadline) {
+					// ctx's deadline, which is the dial's, ended the lookup
+					// just before the Loop's timer would have.
+					return fmt.Errorf("%w (%w)", ErrDialTimeout, err)
+				}
 				if err != nil {
 					return err
 				}

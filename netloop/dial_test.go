@@ -2,11 +2,10 @@ package netloop
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/unipoll/unipoll/eventloop"
-	"github.com/unipoll/unipoll/internal/testsupport"
 	"github.com/unipoll/unipoll/socket"
 )
 
@@ -163,64 +161,6 @@ func TestDialRefused(t *testing.T) {
 	require.Zero(t, Conns(l))
 }
 
-// A listener whose accept queue is full drops the SYN, so the connect
-// hangs: the Dialer's Timeout ends it, no sooner, with ErrDialTimeout,
-// which is also os.ErrDeadlineExceeded and a net.Error timeout.
-func TestDialTimeout(t *testing.T) {
-	l := newLoop(t, eventloop.Config{})
-	start(t, l, nil)
-	addr := testsupport.FullBacklog(t)
-	const timeout = 200 * time.Millisecond
-	r := newDialResult()
-	began := time.Now()
-	d := Dialer{Timeout: timeout}
-	require.NoError(t, d.Dial(context.Background(), l, "tcp", addr, newEcho(), r.done))
-	o := r.wait(t, l)
-	require.GreaterOrEqual(t, time.Since(began), timeout)
-	require.Nil(t, o.c)
-	require.ErrorIs(t, o.err, ErrDialTimeout)
-	require.ErrorIs(t, o.err, os.ErrDeadlineExceeded)
-	var ne net.Error
-	require.ErrorAs(t, o.err, &ne)
-	require.True(t, ne.Timeout())
-	eventually(t, "the connecting socket closed", func() bool { return l.Sources() == 1 }) // the dial set's
-}
-
-// A context deadline bounds the dial as Timeout does.
-func TestDialContextDeadline(t *testing.T) {
-	l := newLoop(t, eventloop.Config{})
-	start(t, l, nil)
-	addr := testsupport.FullBacklog(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	r := newDialResult()
-	require.NoError(t, Dial(ctx, l, "tcp", addr, newEcho(), Config{}, r.done))
-	o := r.wait(t, l)
-	require.ErrorIs(t, o.err, ErrDialTimeout)
-	require.ErrorIs(t, o.err, os.ErrDeadlineExceeded)
-}
-
-// A context cancelled while the connect hangs ends the dial with
-// context.Canceled and the context's cause; the socket is closed.
-func TestDialCancelled(t *testing.T) {
-	l := newLoop(t, eventloop.Config{})
-	start(t, l, nil)
-	addr := testsupport.FullBacklog(t)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	r := newDialResult()
-	before := l.Sources()
-	require.NoError(t, Dial(ctx, l, "tcp", addr, newEcho(), Config{}, r.done))
-	eventually(t, "the connect on the Loop", func() bool { return l.Sources() > before })
-	cause := errors.New("the client went away")
-	cancel(cause)
-	o := r.wait(t, l)
-	require.Nil(t, o.c)
-	require.ErrorIs(t, o.err, context.Canceled)
-	require.ErrorIs(t, o.err, cause)
-	require.NotErrorIs(t, o.err, ErrDialTimeout)
-	eventually(t, "the connecting socket closed", func() bool { return l.Sources() == 1 })
-}
-
 // A context that has already ended: no connect, done hears why.
 func TestDialCancelledBefore(t *testing.T) {
 	l := newLoop(t, eventloop.Config{})
@@ -286,3 +226,6 @@ func TestDialInvalid(t *testing.T) {
 	err := Dial(ctx, l, "tcp", "127.0.0.1:1", newEcho(), Config{}, done)
 	require.ErrorIs(t, err, ErrClosed)
 }
+
+// itoa is strconv.Itoa.
+func itoa(n int) string { return strconv.Itoa(n) }
