@@ -33,7 +33,7 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output", "Dial"}
 	seen := map[string]bool{}
 	heard := func(l *eventloop.Loop, kind, what string) {
 		say("  [%v] %s: %s", time.Since(start).Round(time.Millisecond), kind, what)
@@ -194,6 +194,13 @@ func loopTour(out io.Writer) error {
 		return err
 	}
 	say("Started `sh -c 'echo hello from a child; exit 4'` and added its stdout and a Watcher for its exit.")
+
+	// 10. An outbound connection, dialed from the Loop (loop_dial.go).
+	stopDial, err := dialStop(l, heard, say)
+	if err != nil {
+		return err
+	}
+	defer stopDial()
 
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
 		return err

@@ -22,6 +22,8 @@ func TestLoopTour(t *testing.T) {
 		"child: pid ",
 		"exit status 4; reaped by cmd.Wait",
 		`child output: read "hello from a child\n"`,
+		`Dial: read "hello from the dialed server"`,
+		"dial: connected to 127.0.0.1:",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())
