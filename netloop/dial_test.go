@@ -206,10 +206,11 @@ func TestDialInvalid(t *testing.T) {
 	l := newLoop(t, eventloop.Config{})
 	ctx := context.Background()
 	done := func(*Conn, error) { t.Error("done called") }
+	var nilCtx context.Context // a caller's mistake, which Dial refuses
 	for name, err := range map[string]error{
 		"nil loop":     Dial(ctx, nil, "tcp", "127.0.0.1:1", newEcho(), Config{}, done),
 		"zero loop":    Dial(ctx, &eventloop.Loop{}, "tcp", "127.0.0.1:1", newEcho(), Config{}, done),
-		"nil ctx":      Dial(nil, l, "tcp", "127.0.0.1:1", newEcho(), Config{}, done), //nolint:staticcheck // the point
+		"nil ctx":      Dial(nilCtx, l, "tcp", "127.0.0.1:1", newEcho(), Config{}, done),
 		"nil handler":  Dial(ctx, l, "tcp", "127.0.0.1:1", nil, Config{}, done),
 		"nil func":     Dial(ctx, l, "tcp", "127.0.0.1:1", HandlerFunc(nil), Config{}, done),
 		"nil done":     Dial(ctx, l, "tcp", "127.0.0.1:1", newEcho(), Config{}, nil),
