@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/internal/testsupport"
+	"github.com/unipoll/unipoll/socket"
 )
 
 // The dials here need a connect that hangs: Linux drops the SYNs sent to
@@ -109,4 +112,33 @@ func TestDialLoopClosed(t *testing.T) {
 	})
 	require.Zero(t, l.Sources())
 	require.True(t, errors.Is(Dial(context.Background(), l, "tcp", "127.0.0.1:1", newEcho(), Config{}, resolving.done), ErrClosed))
+}
+
+// A name with two addresses, the first of which never answers (its
+// listener's queue is full): the first connect gets its share of the
+// Timeout (half of it here, as net.Dialer shares it), times out, and the
+// second address connects within what is left.
+func TestDialNextAddressAfterTimeout(t *testing.T) {
+	l := newLoop(t, eventloop.Config{})
+	start(t, l, nil)
+	hanging := fullBacklog(t) // on 127.0.0.1
+	port := hanging[strings.LastIndexByte(hanging, ':')+1:]
+	ln, err := net.Listen("tcp4", "127.0.0.2:"+port)
+	require.NoError(t, err)
+	accepted := acceptAll(t, ln)
+	stub := newDNSStub(t, 0, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"))
+	stub.answer()
+	const timeout = 4 * time.Second // 2 s each: partialDeadline's minimum
+	d := Dialer{Resolver: stub.resolver(), Timeout: timeout}
+	r := newDialResult()
+	began := time.Now()
+	require.NoError(t, d.Dial(context.Background(), l, "tcp4", stubName+":"+port, newEcho(), r.done))
+	o := r.wait(t, l)
+	took := time.Since(began)
+	require.NoError(t, o.err)
+	require.GreaterOrEqual(t, took, timeout/2, "the first address had half the time")
+	require.Less(t, took, timeout+time.Second, "the second address connected in what was left")
+	require.Equal(t, "127.0.0.2:"+port, o.c.Stream().(*socket.TCPConn).RemoteAddr().String())
+	<-accepted
+	require.NoError(t, o.c.Async(func(c *Conn) { c.Close() }))
 }

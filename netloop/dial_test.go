@@ -230,3 +230,22 @@ func TestDialInvalid(t *testing.T) {
 
 // itoa is strconv.Itoa.
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// The time left is shared among the addresses as net.Dialer shares it.
+func TestPartialDeadline(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		left      time.Duration
+		remaining int
+		want      time.Duration
+	}{
+		{10 * time.Second, 2, 5 * time.Second},  // an equal share
+		{10 * time.Second, 10, 2 * time.Second}, // at least 2 s
+		{time.Second, 3, time.Second},           // or all that is left
+		{3 * time.Second, 2, 2 * time.Second},   // 1.5 s is too short a share
+		{6 * time.Second, 1, 6 * time.Second},   // the last takes the rest
+	} {
+		got := partialDeadline(now, now.Add(tc.left), tc.remaining).Sub(now)
+		require.Equal(t, tc.want, got, "%v left, %d addresses", tc.left, tc.remaining)
+	}
+}
