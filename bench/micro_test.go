@@ -20,6 +20,8 @@ func TestMicroCases(t *testing.T) {
 		"notify/unipoll":  {"events/op", "wakes/op", "cpu-ns/op"},
 		"wake/unipoll":    {"median-ns", "p99-ns"},
 		"channel/unipoll": {"polls/op", "wakes/op"},
+		"dial/unipoll":    {"cpu-ns/op", "allocs/op"},
+		"dial/net":        {"cpu-ns/op", "allocs/op"},
 	}
 	for _, name := range slices.Sorted(maps.Keys(microCases)) {
 		t.Run(name, func(t *testing.T) {

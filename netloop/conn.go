@@ -68,6 +68,8 @@ type Conn struct {
 
 	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
 
+	opened func(*Conn, error) // a Dial's done, run first in the Conn's first call (dial.go)
+
 	asyncMu     sync.Mutex
 	async       []func(*Conn) // guarded by asyncMu
 	asyncClosed bool          // guarded by asyncMu: removed, Async refuses
@@ -80,6 +82,14 @@ type Conn struct {
 // dial's error ("socket: dial tcp 192.0.2.1:80: connect: connection
 // refused").
 func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddOption) (*Conn, error) {
+	return add(l, s, h, cfg, nil, o...)
+}
+
+// add is Add, with a Dial's done to run (as opened(c, nil)) at the start
+// of the Conn's first call, before its handler hears anything; a Conn
+// removed before that call runs it as opened(nil, err) instead, and its
+// CloseHandler is not told (the dialer never had the Conn).
+func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, error), o ...eventloop.AddOption) (*Conn, error) {
 	if l == nil || l.Poll() == nil {
 		return nil, fmt.Errorf("%w: netloop: Add on a nil or zero eventloop.Loop", ErrInvalidArgument)
 	}
@@ -91,7 +101,7 @@ func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddO
 		_ = s.Close()
 		return nil, err
 	}
-	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading}
+	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading, opened: opened}
 	if c.hasDeadlines() {
 		c.dl.fire = c.deadlineDue
 	}
@@ -105,10 +115,14 @@ func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddO
 			c.dl.lastRead, c.dl.lastActive = now, now
 		}
 	})
-	if _, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...); err != nil {
+	tok, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...)
+	if err != nil {
 		c.ls.conns.Add(-1)
 		_ = s.Close()
 		return nil, err
+	}
+	if opened != nil {
+		_ = l.Trigger(tok) // the first call, with or without an event; fails only if already removed
 	}
 	if c.hasDeadlines() {
 		c.setDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout)))
@@ -341,6 +355,11 @@ func (c *Conn) removed() {
 	}
 	c.in, c.out = nil, nil
 	c.ls.delist(c)
+	if f := c.opened; f != nil {
+		c.opened = nil
+		f(nil, dialClosedError(c.err))
+		return
+	}
 	if cl, ok := c.h.(CloseHandler); ok {
 		cl.Closed(c, c.err)
 	}

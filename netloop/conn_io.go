@@ -25,6 +25,10 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	c := (*Conn)(cs)
 	c.inCall = true
 	c.triggered = false
+	if f := c.opened; f != nil {
+		c.opened = nil
+		f(c, nil) // a Dial's done: before anything else of the Conn's
+	}
 	c.runAsync()
 	if c.Queued() > 0 {
 		c.flush()

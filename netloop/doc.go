@@ -22,6 +22,17 @@
 //     worker); Conn.Async runs a function among its calls from any
 //     goroutine. Conns(l) counts a Loop's Conns.
 //
+// # Dialing
+//
+// Dial (or a Dialer, with a timeout and a Resolver) connects to a TCP or
+// Unix address from a Loop and calls done once, on the Loop: with a live
+// Conn, in its first call and before its handler hears anything, or with
+// the reason there is none (refused, ErrDialTimeout, the context's
+// cancellation, unreachable, a *net.DNSError, ErrClosed). The connect is
+// watched by the Loop's Poll and its timeout kept on the Poll's timing
+// wheel; a host name is resolved in a goroutine, off the Loop, and its
+// addresses are tried in turn.
+//
 // # Groups
 //
 // NewGroup opens N Loops (default GOMAXPROCS), one goroutine each;
@@ -51,6 +62,6 @@
 //
 // Errors are sentinels matched with errors.Is: ErrClosed and
 // ErrInvalidArgument (eventloop's), ErrWriteQueueFull, ErrReadBufferFull,
-// ErrReadTimeout, ErrIdleTimeout. Nil and zero values return errors and
+// ErrReadTimeout, ErrIdleTimeout, ErrDialTimeout. Nil and zero values return errors and
 // never panic.
 package netloop

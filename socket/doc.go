@@ -97,7 +97,9 @@
 // connect that DialTCP started and the kernel then refused is the dial's
 // failure, wrapped as DialTCP wraps one it sees at once ("socket: dial tcp
 // 192.0.2.1:80: connect: connection refused"), whether ConnectError, Read
-// or Write is the first to hear of it. The package's other errors name it
+// or Write is the first to hear of it; a connect that succeeded stays so
+// for ConnectError also when the connection ended before anyone asked.
+// The package's other errors name it
 // once, then the call and its address, then why.
 //
 // Two packages have a closed sentinel. A socket's own errors after Close

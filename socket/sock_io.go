@@ -188,41 +188,6 @@ func setsockoptInt(s *sock, level, opt, value int) error {
 	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(s.Fd(), level, opt, value))
 }
 
-// connectErrno tells how a non-blocking connect went: the errno it failed
-// with (from SO_ERROR, which reading clears), 0 once connected, or
-// ErrWouldBlock while the handshake is still going on. In that last case
-// the event that brought the caller here was spurious and the real one is
-// still to come, so under Edge it ends the Writable pass like any other that
-// would block.
-func connectErrno(s *sock) (unix.Errno, error) {
-	if err := s.RLock("connect"); err != nil {
-		return 0, err
-	}
-	defer s.RUnlock()
-	soerr, err := unix.GetsockoptInt(s.Fd(), unix.SOL_SOCKET, unix.SO_ERROR)
-	if err != nil {
-		return 0, os.NewSyscallError("getsockopt(SO_ERROR)", err)
-	}
-	if soerr != 0 {
-		return unix.Errno(soerr), nil
-	}
-	// No pending error: connected if there is a peer. ENOTCONN with no
-	// error means the handshake is still going on.
-	switch _, err := unix.Getpeername(s.Fd()); err {
-	case nil:
-		return 0, nil
-	case unix.ENOTCONN:
-		if s.Edge() {
-			if rerr := s.Drained("connect", poll.Writable); rerr != nil {
-				return 0, rerr
-			}
-		}
-		return 0, ErrWouldBlock
-	default:
-		return 0, os.NewSyscallError("getpeername", err)
-	}
-}
-
 // accept takes one pending connection. ECONNABORTED (a connection reset
 // while it waited in the backlog) is skipped, as package net does: it is
 // not the listener's failure and the next one may be fine.

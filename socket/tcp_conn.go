@@ -65,8 +65,8 @@ func (c *TCPConn) sockOf() *sock {
 // may never come. See the package doc.
 func (c *TCPConn) Read(b []byte) (int, error) {
 	n, err := readStream(c.sockOf(), b)
-	if c != nil && c.dial != nil && c.dial.pending.Load() {
-		return c.dialed(n, err)
+	if c != nil && c.dial != nil && c.dial.state.Load() != dialConnected {
+		return c.dialed("read", n, err)
 	}
 	return n, err
 }
@@ -77,8 +77,8 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 // write pass: the next Writable event comes after one.
 func (c *TCPConn) Write(b []byte) (int, error) {
 	n, err := write(c.sockOf(), b)
-	if c != nil && c.dial != nil && c.dial.pending.Load() {
-		return c.dialed(n, err)
+	if c != nil && c.dial != nil && c.dial.state.Load() != dialConnected {
+		return c.dialed("write", n, err)
 	}
 	return n, err
 }

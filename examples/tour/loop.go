@@ -35,7 +35,7 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output", "Conn"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output", "Conn", "Dial"}
 	seen := map[string]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -211,6 +211,13 @@ func loopTour(out io.Writer) error {
 	}
 	defer client.Close()
 	say("Added a netloop Conn on a socket pair; it echoes, and says goodbye at Shutdown.")
+
+	// 11. An outbound connection, dialed from the Loop (loop_dial.go).
+	stopDial, err := dialStop(l, heard, say)
+	if err != nil {
+		return err
+	}
+	defer stopDial()
 
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
 		return err

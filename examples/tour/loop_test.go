@@ -24,6 +24,8 @@ func TestLoopTour(t *testing.T) {
 		`child output: read "hello from a child\n"`,
 		`Conn: echoing "hello to a Conn"`,
 		`its client read "hello to a Conn goodbye", then the end`,
+		`Dial: read "hello from the dialed server"`,
+		"dial: connected to 127.0.0.1:",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())
