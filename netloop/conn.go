@@ -65,6 +65,7 @@ type Conn struct {
 	err        error
 
 	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
+	rl connRelay    // Relay (relay.go)
 
 	asyncMu     sync.Mutex
 	async       []func(*Conn) // guarded by asyncMu

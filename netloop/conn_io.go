@@ -23,6 +23,9 @@ type source Conn
 // stopped at ReadsPerCall with the socket still full.
 func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	c := (*Conn)(cs)
+	if r := c.rl.active(); r != nil {
+		return c.relayReady(r)
+	}
 	c.inCall = true
 	c.triggered = false
 	c.runAsync()
@@ -42,11 +45,14 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 }
 
 // Removed closes the Stream and tells the CloseHandler.
-func (cs *source) Removed(*eventloop.Loop, poll.Token) { (*Conn)(cs).removed() }
+func (cs *source) Removed(*eventloop.Loop, poll.Token) {
+	(*Conn)(cs).removed()
+	(*Conn)(cs).relayRemoved()
+}
 
 // reading reports whether the Conn reads now.
 func (c *Conn) reading() bool {
-	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed
+	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending()
 }
 
 // runAsync runs what Async queued, in order.
