@@ -52,6 +52,9 @@ func TestRelayBulk(t *testing.T) {
 			if rc.workers > 1 || rc.transport == "unix" {
 				size = 8 << 20 // the 64 MiB runs are tcp with one worker, both ways of relaying
 			}
+			if testing.Short() {
+				size = 1 << 20 // the stress runs
+			}
 			r := newRelayRig(t, rc, Config{})
 			deadline := time.Now().Add(2 * waitLimit)
 			require.NoError(t, r.front.SetDeadline(deadline))
@@ -169,23 +172,42 @@ func TestRelayReset(t *testing.T) {
 	}
 }
 
-// Relay refuses what it cannot relay, with the error that says why.
+// Relay refuses what it cannot relay, with the error that says why, and
+// leaves the Conns it refused as they were: they read and hand their
+// input to Data.
 func TestRelayRefuses(t *testing.T) {
 	l := newLoop(t, eventloop.Config{})
 	start(t, l, nil)
-	add := func() *Conn {
-		s, _ := streamPair(t, "unix")
-		c, err := Add(l, s, newRelayEnd(), Config{})
+	add := func() (*Conn, *relayEnd, net.Conn) {
+		s, client := streamPair(t, "unix")
+		h := newRelayEnd()
+		c, err := Add(l, s, h, Config{})
 		require.NoError(t, err)
-		return c
+		return c, h, client
 	}
-	a, b, c := add(), add(), add()
+	a, _, _ := add()
+	b, _, _ := add()
+	c, hc, cc := add()
+	d, hd, _ := add()
 	require.ErrorIs(t, Relay(nil, a), ErrInvalidArgument)
 	require.ErrorIs(t, Relay(a, &Conn{}), ErrInvalidArgument)
 	require.ErrorIs(t, Relay(a, a), ErrInvalidArgument)
 	require.NoError(t, Relay(a, b))
 	require.ErrorIs(t, Relay(c, a), ErrInvalidArgument, "a relays already")
 	require.ErrorIs(t, Relay(b, c), ErrInvalidArgument, "b relays already")
-	// c was left as it was: it still reads, and hands its input to Data.
-	_ = c
+	_, err := cc.Write([]byte("still mine"))
+	require.NoError(t, err)
+	select {
+	case n := <-hc.data:
+		require.Equal(t, len("still mine"), n)
+	case <-time.After(waitLimit):
+		t.Fatal("a Conn that Relay refused does not read")
+	}
+	// A closed Conn: ErrClosed, and the other is left alone.
+	require.NoError(t, c.Async(func(c *Conn) { c.Abort(nil) }))
+	require.NoError(t, recvErr(t, hc.closed))
+	require.ErrorIs(t, Relay(c, d), ErrClosed)
+	require.ErrorIs(t, Relay(d, c), ErrClosed)
+	require.False(t, d.rl.pending(), "d was left claimed")
+	require.Len(t, hd.closed, 0)
 }
