@@ -46,8 +46,8 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 
 // Removed closes the Stream and tells the CloseHandler.
 func (cs *source) Removed(*eventloop.Loop, poll.Token) {
+	(*Conn)(cs).relayRemoved() // first: a Relay after the CloseHandler ran sees ErrClosed
 	(*Conn)(cs).removed()
-	(*Conn)(cs).relayRemoved()
 }
 
 // reading reports whether the Conn reads now.

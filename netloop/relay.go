@@ -156,6 +156,9 @@ type transport interface {
 	// below its bound (a pipe whose slots are taken), not only for a
 	// drained socket.
 	fullBlocks() bool
+	// grow makes the transport larger, once, when it fills up; it
+	// reports whether there is more room now.
+	grow() bool
 	close()
 }
 

@@ -66,7 +66,7 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 		t := d.transport(c, peer)
 		room := t.bound() - held
 		if room <= 0 {
-			if d.stall(held) {
+			if t.grow() || d.stall(held) {
 				continue
 			}
 			return eventloop.Keep

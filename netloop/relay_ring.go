@@ -25,4 +25,5 @@ func (t *ringTransport) drain(c *Conn, at int64, n int) (int, error) {
 
 func (t *ringTransport) bound() int       { return len(t.buf) }
 func (t *ringTransport) fullBlocks() bool { return false }
+func (t *ringTransport) grow() bool       { return false }
 func (t *ringTransport) close()           {}
