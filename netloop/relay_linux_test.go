@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// relayMaxBound is the most a direction's transport may hold.
+const relayMaxBound = max(relayPipeMax, relayRingSize)
+
 // relayPipes are a running relay's pipes: descriptor and the file it
 // names.
 type relayPipes map[int]string
