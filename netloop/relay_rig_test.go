@@ -50,6 +50,7 @@ type relayCase struct {
 	workers   int
 	copy      bool
 	noFd      bool
+	twoLoops  bool // b on a Loop of its own
 }
 
 func (rc relayCase) String() string {
@@ -59,6 +60,9 @@ func (rc relayCase) String() string {
 		how = "nofd"
 	case rc.copy:
 		how = "copy"
+	}
+	if rc.twoLoops {
+		how += "/two-loops"
 	}
 	return fmt.Sprintf("%s/%s/w%d", rc.transport, how, rc.workers)
 }
@@ -71,6 +75,7 @@ var relayCases = []relayCase{
 	{transport: "unix", workers: 1, noFd: true},
 	{transport: "tcp", workers: 3},
 	{transport: "tcp", workers: 3, copy: true},
+	{transport: "tcp", workers: 1, twoLoops: true},
 }
 
 // forceCopy sets relayForceCopy for the test (no Loop runs yet).
@@ -94,7 +99,12 @@ func newRelayRig(t *testing.T, rc relayCase, cfg Config) *relayRig {
 	var err error
 	r.a, err = Add(r.l, sa, r.ha, cfg)
 	require.NoError(t, err)
-	r.b, err = Add(r.l, sb, r.hb, cfg)
+	lb := r.l
+	if rc.twoLoops {
+		lb = newLoop(t, eventloop.Config{Workers: rc.workers})
+		start(t, lb, nil)
+	}
+	r.b, err = Add(lb, sb, r.hb, cfg)
 	require.NoError(t, err)
 	require.NoError(t, Relay(r.a, r.b))
 	start(t, r.l, nil)
