@@ -18,16 +18,18 @@ var ErrRelayPeer = errors.New("unipoll: netloop: relay peer failed")
 // descriptor (*socket.TCPConn, *socket.UnixConn), the bytes go from socket
 // to socket with splice(2) through a pipe per direction and never enter
 // user space; elsewhere, for a Stream without a descriptor, or when the
-// kernel refuses to splice, they are copied through a buffer per
-// direction (64 KiB, allocated with the direction's first bytes).
+// kernel refuses to splice them, they are copied through a 64 KiB buffer
+// per direction. A pipe or buffer is made with its direction's first
+// bytes, and kept until both Conns have closed.
 //
 // What each Conn had received and not consumed, and what it had queued to
 // write, when Relay was called goes first, in order.
 //
-// Back pressure holds both ways: at most one pipe (or buffer) of bytes is
-// in flight per direction; when the receiving socket will not take more,
-// the sending Conn stops reading until it does, so a slow reader on one
-// side slows the writer on the other, and memory stays bounded.
+// Back pressure holds both ways: at most one pipe (64 KiB, grown to
+// 256 KiB the first time it fills up) or buffer of bytes is in flight per
+// direction; when the receiving socket will not take more, the sending
+// Conn stops reading until it does, so a slow reader on one side slows
+// the writer on the other, and memory stays bounded.
 //
 // The ends:
 //   - The end of a's input (its peer shut down its side) reaches b as a
@@ -36,28 +38,30 @@ var ErrRelayPeer = errors.New("unipoll: netloop: relay peer failed")
 //     CloseHandlers hear nil.
 //   - An error on either side (a reset, a write error, ReadTimeout or
 //     IdleTimeout, Abort) closes both: the failing Conn's CloseHandler
-//     hears its error, the other's hears ErrRelayPeer wrapping it. Close
-//     on either Conn also ends the relay and closes both (they hear nil).
-//     Bytes still in flight are then dropped, and a TCP Conn that drops
-//     any closes with a reset (SO_LINGER 0), so its peer does not take a
-//     truncated stream for a whole one.
+//     hears its error, the other's hears ErrRelayPeer wrapping it (or an
+//     error of its own that came at the same time). Close on either Conn
+//     also ends the relay and closes both (they hear nil). Bytes still in
+//     flight are then dropped, and a TCP Conn that drops any closes with a
+//     reset (SO_LINGER 0), so that its peer does not take a truncated
+//     stream for a whole one.
 //
-// Requirements: a and b are distinct Conns, not relaying already,
-// connected (a dial must have completed). Relay may be called from any
-// goroutine, also on a Loop with several workers and for Conns on
+// Requirements: a and b are distinct Conns, neither relaying already, and
+// connected (a dial has completed). Relay may be called from any
+// goroutine, for Conns on a Loop with several workers, and for Conns on
 // different Loops: each Conn's socket is read and written only in its own
 // calls, and the two sides meet only through atomic counters and the
-// pipes, so no lock is held across a system call. Once Relay returns nil,
-// a and b close together. It returns an error wrapping
-// ErrInvalidArgument for a nil or zero Conn, a == b, or a Conn that
-// already relays; ErrClosed if either Conn was closed (the other is then
-// closed too).
+// pipe (or buffer) between them, so no lock is held across a system call.
+// Once Relay returns nil, a and b close together. It returns an error
+// wrapping ErrInvalidArgument for a nil or zero Conn, a == b, or a Conn
+// that relays already, and ErrClosed for a Conn already closed; the other
+// Conn is then left as it was. (A Conn that closes while Relay runs makes
+// it return ErrClosed too, and closes the other.)
 //
 // During a relay, the Conns' Write, CloseWrite, PauseRead and ResumeRead
 // must not be used; Async still runs. ReadTimeout counts the input of the
 // Conn's own socket (so a Conn that only receives through the relay times
-// out: prefer IdleTimeout, which also counts output), and a timeout ends
-// the relay as an error does.
+// out: prefer IdleTimeout, which also counts what the relay writes to it),
+// and a timeout ends the relay as an error does.
 func Relay(a, b *Conn) error {
 	if a.zero() || b.zero() {
 		return fmt.Errorf("%w: netloop: Relay of a nil or zero Conn", ErrInvalidArgument)
