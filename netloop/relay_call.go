@@ -140,10 +140,12 @@ func (c *Conn) relaySink(d *relayDir, peer *Conn) eventloop.Action {
 				return c.sinkBlocks(d)
 			}
 		}
+		// The end first: the head and every fill come before it
+		// (invariant 5), so once it is seen, so are they.
+		ended := d.srcEnded.Load()
 		if d.writeHead(c) {
 			return c.sinkBlocks(d)
 		}
-		ended := d.srcEnded.Load() // before filled: nothing is filled after the end
 		at := d.drained.Load()
 		n := int(d.filled.Load() - at)
 		if n == 0 {
