@@ -83,7 +83,10 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 		case err == nil:
 			continue
 		case errors.Is(err, errSpliceRefused) && held+n == 0:
+			// Empty, so the sink does not look at it (invariant 2): the
+			// pipe can go at once.
 			d.t.Store(&transportRef{newRing()})
+			t.close()
 			continue
 		case isWouldBlock(err):
 			// A splice that would block may also mean a full pipe, whose

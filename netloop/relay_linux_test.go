@@ -4,8 +4,12 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/unipoll/unipoll/eventloop"
 )
 
 // relayMaxBound is the most a direction's transport may hold.
@@ -51,4 +55,47 @@ func (ps relayPipes) requireClosed(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// refusingStream is a socket whose Fd is another descriptor, one that
+// splice(2) refuses (an epoll instance): the relay must meet the kernel's
+// EINVAL and copy instead.
+type refusingStream struct {
+	noFdStream
+	fd int
+}
+
+func (r refusingStream) Fd() int { return r.fd }
+
+// A direction whose first splice the kernel refuses (EINVAL) copies
+// instead, and its bytes arrive intact.
+func TestRelaySpliceRefused(t *testing.T) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Close(ep) })
+	l := newLoop(t, eventloop.Config{})
+	sa, front := streamPair(t, "tcp")
+	sb, back := streamPair(t, "tcp")
+	ha, hb := newRelayEnd(), newRelayEnd()
+	a, err := Add(l, refusingStream{noFdStream{sa}, ep}, ha, Config{})
+	require.NoError(t, err)
+	b, err := Add(l, refusingStream{noFdStream{sb}, ep}, hb, Config{})
+	require.NoError(t, err)
+	require.NoError(t, Relay(a, b))
+	rel := relayOf(a)
+	start(t, l, nil)
+	require.NoError(t, front.SetDeadline(time.Now().Add(waitLimit)))
+	require.NoError(t, back.SetDeadline(time.Now().Add(waitLimit)))
+	s := stream{seed: 5, n: 1 << 20}
+	fr := pump(front, s, true)
+	n, sum, err := readSum(back)
+	require.NoError(t, err)
+	require.Equal(t, s.n, n)
+	require.Equal(t, s.sum(), sum)
+	_, isRing := rel.ab.t.Load().transport.(*ringTransport)
+	require.True(t, isRing, "the refused direction does not copy: %T", rel.ab.t.Load().transport)
+	closeWrite(t, back)
+	require.NoError(t, (<-fr).readErr)
+	require.NoError(t, recvErr(t, ha.closed))
+	require.NoError(t, recvErr(t, hb.closed))
 }
