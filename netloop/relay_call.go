@@ -74,7 +74,7 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 		n, err := t.fill(c, d.filled.Load(), room)
 		if n > 0 {
 			d.filled.Add(int64(n))
-			c.noteRead()
+			c.relayRead(n)
 			if !d.sinkBlocked.Load() && !d.notified.Swap(true) {
 				poke(peer)
 			}
@@ -108,6 +108,11 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 	}
 	return eventloop.Again
 }
+
+// relayRead and relayWrote note the relay's traffic on c's socket as its
+// own reads and writes are noted, for its deadlines.
+func (c *Conn) relayRead(int)  { c.noteRead() }
+func (c *Conn) relayWrote(int) { c.noteWrite() }
 
 // stall stops the source at a transport that held held bytes; it reports
 // whether the sink has drained some meanwhile, so that the source goes on
@@ -165,7 +170,7 @@ func (c *Conn) relaySink(d *relayDir, peer *Conn) eventloop.Action {
 		k, err := d.t.Load().drain(c, at, n)
 		if k > 0 {
 			d.drained.Add(int64(k))
-			c.noteWrite()
+			c.relayWrote(k)
 			if d.stalled.Swap(false) {
 				poke(peer)
 			}
@@ -190,7 +195,7 @@ func (d *relayDir) writeHead(c *Conn) (blocked bool) {
 	}
 	n, err := c.s.Write(d.head)
 	if n > 0 {
-		c.noteWrite()
+		c.relayWrote(n)
 	}
 	d.head = d.head[n:]
 	if len(d.head) == 0 {
