@@ -82,7 +82,7 @@ func Relay(a, b *Conn) error {
 	}
 	r.armed.Store(true)
 	// Each Conn's calls act on the relay from now on; a Conn that is
-	// being removed fails the relay in its removal (connRelay.leave).
+	// being removed fails the relay in its removal (relayRemoved).
 	ea, eb := a.Async(func(*Conn) {}), b.Async(func(*Conn) {})
 	if ea != nil || eb != nil {
 		return ErrClosed
@@ -112,7 +112,8 @@ var relayGone = new(relay)
 //     or a call is already on its way (notified, cleared by the sink
 //     before it looks at filled).
 //  5. head (what the source had received and not consumed) is set before
-//     the source fills anything, and the sink writes it before the
+//     the source fills anything or marks the end of its input (srcEnded),
+//     and the sink, which looks at srcEnded first, writes it before the
 //     transport.
 //  6. The pipes are closed by the removal of the second Conn (refs).
 type relay struct {
