@@ -21,6 +21,10 @@ import (
 // alone (its goroutine is locked to it): what the relay costs, with the
 // kernel's work in its system calls; cpu-ns/op is the whole process's,
 // the clients' included.
+//
+// One run of 8 (3000 messages each, 2 cores at load 11 to 14 from other
+// work): relay-cpu-ns/op splice 11.6 us, copy 31.8 us (0.37x); the
+// process's CPU 0.90x; wall time too noisy at that load to compare.
 func BenchmarkRelay(b *testing.B) {
 	for _, mode := range []string{"splice", "copy"} {
 		b.Run(mode, func(b *testing.B) { benchRelay(b, mode == "copy") })
