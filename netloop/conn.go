@@ -67,6 +67,7 @@ type Conn struct {
 	listed     int8 // its place in the Loop's registry, guarded by ls.mu (loopstate.go)
 
 	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
+	rl connRelay    // Relay (relay.go)
 
 	opened func(*Conn, error) // a Dial's done, run first in the Conn's first call (dial.go)
 

@@ -23,6 +23,9 @@ type source Conn
 // stopped at ReadsPerCall with the socket still full.
 func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	c := (*Conn)(cs)
+	if r := c.rl.active(); r != nil {
+		return c.relayReady(r)
+	}
 	c.inCall = true
 	c.triggered = false
 	if f := c.opened; f != nil {
@@ -46,11 +49,14 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 }
 
 // Removed closes the Stream and tells the CloseHandler.
-func (cs *source) Removed(*eventloop.Loop, poll.Token) { (*Conn)(cs).removed() }
+func (cs *source) Removed(*eventloop.Loop, poll.Token) {
+	(*Conn)(cs).relayRemoved() // first: a Relay after the CloseHandler ran sees ErrClosed
+	(*Conn)(cs).removed()
+}
 
 // reading reports whether the Conn reads now.
 func (c *Conn) reading() bool {
-	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed
+	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending()
 }
 
 // runAsync runs what Async queued, in order.

@@ -33,6 +33,19 @@
 // wheel; a host name is resolved in a goroutine, off the Loop, and its
 // addresses are tried in turn.
 //
+// # Relays
+//
+// Relay(a, b) ties two Conns together, as a proxy does with a client and
+// its backend: each one's input becomes the other's output without
+// passing through the Handlers. On Linux the bytes are spliced (splice(2))
+// from socket to socket through a pipe per direction and never enter user
+// space; elsewhere, or for a Stream without a descriptor, they are copied
+// through a 64 KiB buffer per direction. Back pressure holds both ways
+// (one pipe or buffer in flight per direction), a half-close is passed on
+// once what came before it is written, and the two Conns close together:
+// quietly when both directions have ended, with the error (and a reset if
+// bytes are dropped) when either side fails.
+//
 // # Groups
 //
 // NewGroup opens N Loops (default GOMAXPROCS), one goroutine each;
@@ -62,6 +75,6 @@
 //
 // Errors are sentinels matched with errors.Is: ErrClosed and
 // ErrInvalidArgument (eventloop's), ErrWriteQueueFull, ErrReadBufferFull,
-// ErrReadTimeout, ErrIdleTimeout, ErrDialTimeout. Nil and zero values return errors and
-// never panic.
+// ErrReadTimeout, ErrIdleTimeout, ErrDialTimeout, ErrRelayPeer. Nil and zero
+// values return errors and never panic.
 package netloop

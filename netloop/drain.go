@@ -14,8 +14,10 @@ import (
 // own way (answers what it has read, says goodbye in its protocol, then
 // Close), and the Conn keeps reading and writing meanwhile. Without it,
 // the Conn is closed as by Close: reading stops at once, and it closes
-// once its queued output is written. Either way a Conn still open at the
-// shutdown's deadline is ended with Abort.
+// once its queued output is written; but a Conn that relays (Relay) is
+// left to finish, since a Close would drop the bytes in flight: the pair
+// closes when both directions have ended. Either way a Conn still open at
+// the shutdown's deadline is ended with Abort.
 type DrainHandler interface {
 	Draining(c *Conn)
 }
@@ -30,6 +32,9 @@ func (c *Conn) drain() {
 	if d, ok := c.h.(DrainHandler); ok {
 		d.Draining(c)
 		return
+	}
+	if c.rl.pending() {
+		return // a relay ends by itself, or at the deadline
 	}
 	c.Close()
 }

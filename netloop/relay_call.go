@@ -1,0 +1,273 @@
+package netloop
+
+import (
+	"errors"
+	"io"
+
+	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/poll"
+)
+
+// relayReady is a call of a relaying Conn, in place of source.Ready: the
+// functions Async queued, then the Conn as a sink (what waits for its
+// socket goes first, and frees room for its peer), then as a source, then
+// its deadlines and the registration it needs now.
+func (c *Conn) relayReady(r *relay) eventloop.Action {
+	c.inCall = true
+	c.triggered = false
+	c.runAsync()
+	out, in, peer := r.dirs(c)
+	if !c.rl.started {
+		c.rl.started = true
+		c.relayStart(out, peer)
+	}
+	act := eventloop.Keep
+	if c.relaying(r) {
+		act = c.relaySink(in, peer)
+	}
+	if c.relaying(r) && c.relaySource(out, peer) == eventloop.Again {
+		act = eventloop.Again
+	}
+	c.checkDeadlines()
+	c.inCall = false
+	return c.relaySettle(r, out, in, act)
+}
+
+// relaying reports that the relay goes on for c.
+func (c *Conn) relaying(r *relay) bool { return !c.failed && !c.closing && !r.failed.Load() }
+
+// relayStart is the Conn's first relay call: its unconsumed input becomes
+// the head of the direction it is the source of (invariant 5), and an end
+// of input it had already read ends that direction.
+func (c *Conn) relayStart(out *relayDir, peer *Conn) {
+	c.redeliver, c.undrained = false, false
+	if len(c.in) > 0 {
+		out.mu.Lock()
+		out.head, c.in = c.in, nil
+		out.mu.Unlock()
+		poke(peer)
+	}
+	if c.eof {
+		c.rl.eof = true
+		out.srcEnded.Store(true)
+		poke(peer)
+	}
+}
+
+// relaySource reads the Conn's socket into the transport until the socket
+// is drained (EAGAIN), its input ends or fails, the transport is full, or
+// ReadsPerCall reads were made (Again: there may be more).
+func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
+	if c.rl.eof {
+		return eventloop.Keep
+	}
+	for range c.cfg.ReadsPerCall {
+		held := d.held()
+		t := d.transport(c, peer)
+		room := t.bound() - held
+		if room <= 0 {
+			if t.grow() || d.stall(held) {
+				continue
+			}
+			return eventloop.Keep
+		}
+		n, err := t.fill(c, d.filled.Load(), room)
+		if n > 0 {
+			d.filled.Add(int64(n))
+			c.relayRead(n)
+			if !d.sinkBlocked.Load() && !d.notified.Swap(true) {
+				poke(peer)
+			}
+		}
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, errSpliceRefused) && held+n == 0:
+			// Empty, so the sink does not look at it (invariant 2): the
+			// pipe can go at once.
+			d.t.Store(&transportRef{newRing()})
+			t.close()
+			continue
+		case isWouldBlock(err):
+			// A splice that would block may also mean a full pipe, whose
+			// slots can fill before its bytes reach the bound: stall as
+			// at the bound, so that the sink's drain calls us again.
+			if t.fullBlocks() && held+n > 0 && d.stall(held+n) {
+				continue
+			}
+			return eventloop.Keep
+		case err == io.EOF:
+			c.rl.eof = true
+			d.srcEnded.Store(true)
+			poke(peer)
+			return eventloop.Keep
+		default:
+			c.fail(err)
+			return eventloop.Keep
+		}
+	}
+	return eventloop.Again
+}
+
+// relayRead and relayWrote note the relay's traffic on c's socket as its
+// own reads and writes are noted, for its deadlines.
+func (c *Conn) relayRead(int)  { c.noteRead() }
+func (c *Conn) relayWrote(int) { c.noteWrite() }
+
+// stall stops the source at a transport that held held bytes; it reports
+// whether the sink has drained some meanwhile, so that the source goes on
+// at once (invariant 3).
+func (d *relayDir) stall(held int) bool {
+	d.stalled.Store(true)
+	return d.held() < held
+}
+
+// transport returns the direction's transport, chosen at the source's
+// first fill (invariant 2).
+func (d *relayDir) transport(src, sink *Conn) transport {
+	if t := d.t.Load(); t != nil {
+		return t.transport
+	}
+	t := newTransport(src.s, sink.s)
+	d.t.Store(&transportRef{t})
+	return t
+}
+
+// relaySink writes into the Conn's socket, in order, its queued output,
+// the head of the direction it is the sink of, then the transport, until
+// all is written (then, if the source's input has ended, it shuts down its
+// sending side) or the socket is full (then it waits for Writable).
+func (c *Conn) relaySink(d *relayDir, peer *Conn) eventloop.Action {
+	c.rl.blocked = false
+	d.sinkBlocked.Store(false)
+	d.notified.Store(false)
+	for range c.cfg.ReadsPerCall {
+		if c.Queued() > 0 {
+			c.flush()
+			if c.failed || c.Queued() > 0 {
+				return c.sinkBlocks(d)
+			}
+		}
+		// The end first: the head and every fill come before it
+		// (invariant 5), so once it is seen, so are they.
+		ended := d.srcEnded.Load()
+		if d.writeHead(c) {
+			return c.sinkBlocks(d)
+		}
+		at := d.drained.Load()
+		n := int(d.filled.Load() - at)
+		if n == 0 {
+			if ended && !c.rl.shut {
+				c.rl.shut = true
+				if err := c.s.CloseWrite(); err != nil {
+					c.fail(err)
+				}
+				d.done.Store(true)
+				poke(peer)
+			}
+			return eventloop.Keep
+		}
+		k, err := d.t.Load().drain(c, at, n)
+		if k > 0 {
+			d.drained.Add(int64(k))
+			c.relayWrote(k)
+			if d.stalled.Swap(false) {
+				poke(peer)
+			}
+		}
+		if err != nil {
+			if !isWouldBlock(err) {
+				c.fail(err)
+			}
+			return c.sinkBlocks(d)
+		}
+	}
+	return eventloop.Again
+}
+
+// writeHead writes what is left of the head; it reports that the socket
+// would not take all of it (or failed).
+func (d *relayDir) writeHead(c *Conn) (blocked bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.head) == 0 {
+		return false
+	}
+	n, err := c.s.Write(d.head)
+	if n > 0 {
+		c.relayWrote(n)
+	}
+	d.head = d.head[n:]
+	if len(d.head) == 0 {
+		d.head = nil
+	}
+	if err != nil && !isWouldBlock(err) {
+		c.fail(err)
+		return true
+	}
+	return len(d.head) > 0
+}
+
+// sinkBlocks: the socket is full, and its Writable event will call the
+// sink again (invariant 4).
+func (c *Conn) sinkBlocks(d *relayDir) eventloop.Action {
+	if !c.failed {
+		c.rl.blocked = true
+		d.sinkBlocked.Store(true)
+	}
+	return eventloop.Keep
+}
+
+// relaySettle decides what the call ends with: Remove once both
+// directions have ended or the relay failed (then with a reset if bytes
+// are dropped), otherwise the registration the Conn needs: Readable while
+// it reads, Writable while bytes wait for its socket.
+func (c *Conn) relaySettle(r *relay, out, in *relayDir, act eventloop.Action) eventloop.Action {
+	if c.failed || c.closing || r.failed.Load() {
+		drop := c.Queued() > 0 || r.lost()
+		switch {
+		case c.failed:
+			r.fail(c, c.err)
+		case c.closing:
+			c.fail(nil) // a Close ends the relay: both hear nil
+			r.fail(c, nil)
+		default:
+			c.fail(r.peerError(c))
+		}
+		if drop {
+			resetOnClose(c.s)
+		}
+		return eventloop.Remove
+	}
+	if out.done.Load() && in.done.Load() {
+		return eventloop.Remove
+	}
+	var want poll.Ready
+	if !c.rl.eof {
+		want |= connReading
+	}
+	if c.rl.blocked {
+		want |= poll.Writable
+	}
+	if want == 0 {
+		want = poll.Error // see settle
+	}
+	if want != c.registered {
+		if err := c.l.SetInterest(c.tok, want); err != nil {
+			c.fail(err)
+			r.fail(c, err)
+			return eventloop.Remove
+		}
+		c.registered = want
+	}
+	return act
+}
+
+// resetOnClose makes the close of s a reset (SO_LINGER 0), for a Stream
+// that has the option: its peer then sees an error, not a clean end of a
+// truncated stream.
+func resetOnClose(s Stream) {
+	if l, ok := s.(interface{ SetLinger(sec int) error }); ok {
+		_ = l.SetLinger(0)
+	}
+}
