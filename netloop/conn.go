@@ -61,6 +61,7 @@ type Conn struct {
 	redeliver  bool // hand the unconsumed input to Data again before reading
 	undrained  bool // a read pass stopped (back pressure, PauseRead) before the socket was drained
 	failed     bool // an error or Abort: close now, dropping the queue
+	reset      bool // close with a reset (SO_LINGER 0): output or input was discarded, or Abort
 	closed     bool // removed: its Stream is closed
 	drained    bool // a drain has begun for it (drain.go)
 	err        error
@@ -263,13 +264,15 @@ func (c *Conn) CloseWrite() {
 	c.trigger()
 }
 
-// Abort closes the Conn at once, dropping its queued output. Its
-// CloseHandler hears err (nil if err is nil).
+// Abort closes the Conn at once, dropping its queued output, with a reset
+// (see Conn: the peer sees ECONNRESET), also when nothing was queued.
+// Its CloseHandler hears err (nil if err is nil).
 func (c *Conn) Abort(err error) {
 	if c.Closed() || c.failed {
 		return
 	}
 	c.fail(err)
+	c.reset = true
 	c.trigger()
 }
 
@@ -315,13 +318,14 @@ func (c *Conn) Async(f func(*Conn)) error {
 }
 
 // fail ends the Conn with err: it closes at the end of the call, its
-// queue dropped.
+// queue dropped, with a reset if that discards output or input.
 func (c *Conn) fail(err error) {
 	if c.failed {
 		return
 	}
 	c.failed = true
 	c.err = err
+	c.reset = c.reset || c.Queued() > 0 || len(c.in) > 0
 	c.out, c.at = nil, 0
 }
 
@@ -336,6 +340,9 @@ func (c *Conn) removed() {
 	c.asyncClosed = true
 	c.async = nil
 	c.asyncMu.Unlock()
+	if c.reset || c.Queued() > 0 { // (the Loop's Close removes a Conn with its queue)
+		c.resetOnClose()
+	}
 	if err := ignoreClosed(c.s.Close()); err != nil && c.err == nil {
 		c.err = err
 	}
