@@ -67,7 +67,8 @@ type Conn struct {
 	err        error
 	listed     int8 // its place in the Loop's registry, guarded by ls.mu (loopstate.go)
 
-	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
+	dl    connDeadline // the timeouts (conn_deadline.go)
+	stats ConnStats    // conn_stats.go
 
 	asyncMu     sync.Mutex
 	async       []func(*Conn) // guarded by asyncMu
@@ -93,26 +94,22 @@ func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddO
 		return nil, err
 	}
 	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading}
-	if c.hasDeadlines() {
-		c.dl.fire = c.deadlineDue
-	}
 	c.ls.conns.Add(1)
-	// The token, and the deadlines' starting point, are the Conn's before
-	// its first call, which may come on another worker before Add returns.
+	// The token, the clocks and the limits are the Conn's before its first
+	// call, which may come on another worker before Add returns.
 	bind := eventloop.OnToken(func(tok poll.Token) {
 		c.tok = tok
-		if c.hasDeadlines() {
-			now := time.Now()
-			c.dl.lastRead, c.dl.lastActive = now, now
-		}
+		now := time.Now()
+		c.stats.Connected = now
+		c.startDeadlines(now)
 	})
 	if _, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...); err != nil {
 		c.ls.conns.Add(-1)
 		_ = s.Close()
 		return nil, err
 	}
-	if c.hasDeadlines() {
-		c.setDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout)))
+	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
+		c.firstDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout), nonZero(cfg.WriteTimeout)))
 	}
 	if c.ls.enlist(c) {
 		_ = c.Async((*Conn).drain) // added during a drain: it drains too
@@ -292,6 +289,7 @@ func (c *Conn) ResumeRead() {
 	}
 	c.paused = false
 	c.redeliver = len(c.in) > 0
+	c.readResumed()
 	c.trigger()
 }
 
@@ -333,9 +331,7 @@ func (c *Conn) fail(err error) {
 // of it runs.
 func (c *Conn) removed() {
 	c.closed = true
-	if c.hasDeadlines() {
-		c.stopDeadline()
-	}
+	c.stopDeadline()
 	c.asyncMu.Lock()
 	c.asyncClosed = true
 	c.async = nil
@@ -346,6 +342,7 @@ func (c *Conn) removed() {
 	if err := ignoreClosed(c.s.Close()); err != nil && c.err == nil {
 		c.err = err
 	}
+	c.logEnd()
 	c.in, c.out = nil, nil
 	c.ls.delist(c)
 	if cl, ok := c.h.(CloseHandler); ok {

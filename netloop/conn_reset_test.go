@@ -29,7 +29,7 @@ func TestTimeoutResetsSlowReader(t *testing.T) {
 		want error
 	}{
 		{"idle", Config{IdleTimeout: slowReaderLimit}, ErrIdleTimeout},
-		// {"write", ...} once WriteTimeout exists
+		{"write", Config{WriteTimeout: slowReaderLimit}, ErrWriteTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLoop(t, eventloop.Config{})
