@@ -26,10 +26,29 @@ var errZeroConn = fmt.Errorf("%w: nil or zero netloop.Conn (make one with netloo
 //
 // A Conn belongs to its Loop: call its methods from its handler, or, on a
 // Loop with one worker, from any handler or posted function of that Loop.
-// From another goroutine (or another worker), use Async. Conn is a source
+// From another goroutine (or another worker), use Async; the timeout
+// setters (SetReadTimeout, ...) and the socket options (SetNoDelay, ...)
+// may be called from anywhere. Conn is a source
 // of its Loop like any other (eventloop.Loop.Add), registered
 // Edge-triggered, for Readable while it reads and Writable only while
 // output waits for room (for Error alone while it does neither).
+//
+// A Conn ends with a FIN (the peer reads a clean end of stream) only when
+// it threw nothing away: Close, CloseWrite and the end of input write
+// every byte queued first. A close that discards something resets the
+// connection instead (SO_LINGER 0, then close), so the peer's read fails
+// with ECONNRESET and a truncated stream never passes for a whole one:
+//
+//   - Abort resets always, also with nothing queued: the exchange failed.
+//   - A timeout or an error (ErrReadTimeout, ErrIdleTimeout,
+//     ErrWriteTimeout, ErrReadBufferFull, a failed read or write) resets
+//     when output was queued and not yet written, or input received and
+//     not consumed. With neither, nothing was lost: it closes with a FIN.
+//   - The Loop's Close resets a Conn that still has output queued.
+//
+// A reset also drops what the kernel still held to send. A Stream without
+// SetLinger closes as it always does: a Unix socket has no reset, and its
+// peer reads the end of stream.
 //
 // The zero Conn is not usable: Write, WriteString and Async return an
 // error wrapping ErrInvalidArgument, Closed reports true, and the other
