@@ -74,11 +74,6 @@ func (c *Conn) deadlineDue(l *eventloop.Loop) {
 	_ = l.Trigger(c.tok) // fails only if the Conn is being removed
 }
 
-// hasDeadlines reports whether the Conn has a deadline to keep.
-func (c *Conn) hasDeadlines() bool {
-	return c.cfg.ReadTimeout|c.cfg.IdleTimeout|c.cfg.WriteTimeout != 0
-}
-
 // SetReadTimeout changes Config.ReadTimeout for this Conn; 0 removes the
 // limit. It may be called from any goroutine, and takes effect in the
 // Conn's next call (which it triggers). A limit set where there was none
@@ -137,8 +132,13 @@ func (c *Conn) applyTimeouts(now time.Time) {
 	read := time.Duration(c.dl.read.Load())
 	idle := time.Duration(c.dl.idle.Load())
 	write := time.Duration(c.dl.write.Load())
-	if c.cfg.ReadTimeout|c.cfg.IdleTimeout == 0 && read|idle != 0 {
-		c.dl.lastRead, c.dl.lastActive = now, now
+	// noteRead keeps lastRead while either limit is on; noteWrite keeps
+	// lastActive only while IdleTimeout is.
+	if c.cfg.ReadTimeout|c.cfg.IdleTimeout == 0 && read != 0 {
+		c.dl.lastRead = now
+	}
+	if c.cfg.IdleTimeout == 0 && idle != 0 {
+		c.dl.lastActive = now
 	}
 	if c.cfg.WriteTimeout == 0 && write != 0 {
 		c.dl.writing, c.dl.lastWrite = c.Queued() > 0, now

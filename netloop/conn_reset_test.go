@@ -121,3 +121,33 @@ func TestAbortResets(t *testing.T) {
 		})
 	}
 }
+
+// A handler that consumes nothing of a full read buffer ends its Conn
+// with ErrReadBufferFull, discarding that input: a reset. The client
+// sends exactly MaxReadBuffer bytes, so the kernel holds none unread
+// (which would make the close a reset by itself).
+func TestReadBufferFullResets(t *testing.T) {
+	const limit = 4096
+	l := newLoop(t, eventloop.Config{})
+	start(t, l, nil)
+	s, client := tcpClientPair(t)
+	h := &keepAll{closeRec{ch: make(chan closeAt, 1)}}
+	_, err := Add(l, s, h, Config{MaxReadBuffer: limit})
+	require.NoError(t, err)
+	_, err = client.Write(make([]byte, limit))
+	require.NoError(t, err)
+	select {
+	case closed := <-h.ch:
+		require.ErrorIs(t, closed.err, ErrReadBufferFull)
+	case <-time.After(waitLimit):
+		t.Fatalf("the Conn was not closed %v after its buffer filled", waitLimit)
+	}
+	require.NoError(t, client.SetReadDeadline(time.Now().Add(waitLimit)))
+	_, err = io.ReadAll(client)
+	require.ErrorIs(t, err, syscall.ECONNRESET)
+}
+
+// keepAll consumes nothing, and tells when its Conn closes.
+type keepAll struct{ closeRec }
+
+func (*keepAll) Data(*Conn, []byte) int { return 0 }
