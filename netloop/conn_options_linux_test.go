@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -8,10 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// keepIdle checks the keep-alive idle time, in seconds, of fd.
-func keepIdle(t *testing.T, fd, secs int) {
+// keepAliveConfig sets keep-alive with an idle time through the Conn and
+// reads the timings back.
+func keepAliveConfig(t *testing.T, c *Conn, fd int) {
 	t.Helper()
-	require.Equal(t, secs, sockInt(t, fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE))
+	require.NoError(t, c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 3 * time.Second, Interval: 0, Count: -1}))
+	require.Equal(t, 3, sockInt(t, fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE))
 	require.Equal(t, 15, sockInt(t, fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL), "a zero Interval is package net's default")
 }
 

@@ -3,6 +3,8 @@
 package netloop
 
 import (
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,9 +13,18 @@ import (
 	"github.com/unipoll/unipoll/socket"
 )
 
-// keepIdle: the option's name and unit differ outside Linux; the socket
-// package's own tests check the timings there.
-func keepIdle(t *testing.T, fd, secs int) {}
+// keepAliveConfig sets keep-alive with an idle time through the Conn; the
+// timings' option names differ outside Linux, and the socket package's
+// own tests read them back. OpenBSD has no per-socket timings.
+func keepAliveConfig(t *testing.T, c *Conn, fd int) {
+	t.Helper()
+	err := c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 3 * time.Second})
+	if runtime.GOOS == "openbsd" {
+		require.ErrorIs(t, err, socket.ErrUnsupportedOption)
+		return
+	}
+	require.NoError(t, err)
+}
 
 // userTimeout: TCP_USER_TIMEOUT is Linux's.
 func userTimeout(t *testing.T, c *Conn, fd int) {

@@ -40,9 +40,8 @@ func TestConnOptionsTCP(t *testing.T) {
 	require.Equal(t, 1, sockInt(t, fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE))
 	require.NoError(t, c.SetKeepAlive(false))
 	require.Zero(t, sockInt(t, fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE))
-	require.NoError(t, c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 3 * time.Second, Interval: 0, Count: -1}))
+	keepAliveConfig(t, c, fd)
 	require.Equal(t, 1, sockInt(t, fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE))
-	keepIdle(t, fd, 3)
 
 	l0, err := unix.GetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER)
 	require.NoError(t, err)

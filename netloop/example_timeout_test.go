@@ -139,7 +139,7 @@ func ExampleConn_SetNoDelay() {
 	server, client := tcpPair()
 	defer client.Close()
 	tcp, _ := netloop.Add(l, server, echo{}, netloop.Config{})
-	fmt.Println("tcp:", tcp.SetNoDelay(true), tcp.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: time.Minute}))
+	fmt.Println("tcp:", tcp.SetNoDelay(true), tcp.SetKeepAlive(true))
 
 	a, b, _ := socket.Pair()
 	defer b.Close()
