@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"io"
 	"testing"
 	"time"
 
@@ -139,4 +140,49 @@ func TestWriteTimeoutOnlyWhileQueued(t *testing.T) {
 	got := closedWithin(t, h, "Close with output the peer does not read")
 	require.ErrorIs(t, got.err, ErrWriteTimeout)
 	require.GreaterOrEqual(t, got.at.Sub(began), ruleLimit)
+}
+
+// WriteTimeout's clock starts again at each write that takes some: a
+// reader that takes its data in bursts, never pausing as long as the
+// limit, is served the whole of a transfer that lasts several limits.
+// (Only a reader that did pause that long, the machine being loaded, may
+// rightly be cut off.)
+func TestWriteTimeoutRestartsOnProgress(t *testing.T) {
+	const (
+		limit = 4 * ruleLimit
+		total = 4 << 20
+		burst = 256 << 10
+		pause = ruleLimit // the reader's pace, not synchronisation
+	)
+	l := newLoop(t, eventloop.Config{})
+	start(t, l, nil)
+	s, client := clientPair(t)
+	h := &closeRec{ch: make(chan closeAt, 1)}
+	c, err := Add(l, s, h, Config{WriteTimeout: limit, MaxWriteQueue: total})
+	require.NoError(t, err)
+	var began time.Time
+	inCall(t, c, func(c *Conn) {
+		_, err := c.Write(make([]byte, total))
+		require.NoError(t, err)
+		c.Close()
+		began = time.Now()
+	})
+	got, longest, last := 0, time.Duration(0), began
+	buf := make([]byte, burst)
+	for got < total {
+		n, err := io.ReadFull(client, buf[:min(burst, total-got)])
+		now := time.Now()
+		longest, last = max(longest, now.Sub(last)), now
+		got += n
+		if err != nil {
+			end := closedWithin(t, h, "cut off")
+			require.GreaterOrEqual(t, longest, limit, "cut off (%v, the client's read: %v) after %d of %d bytes, though it never paused for the WriteTimeout", end.err, err, got, total)
+			t.Logf("the reader paused %v: rightly cut off", longest)
+			return
+		}
+		time.Sleep(pause)
+	}
+	end := closedWithin(t, h, "everything written")
+	require.NoError(t, end.err, "closed after %v, the reader's longest pause %v", end.at.Sub(began), longest)
+	require.Greater(t, end.at.Sub(began), limit, "the transfer lasted longer than one WriteTimeout")
 }
