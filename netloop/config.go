@@ -3,6 +3,7 @@ package netloop
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/unipoll/unipoll/eventloop"
@@ -29,12 +30,42 @@ type Config struct {
 	// keeps the socket full gets this many, then the others have their
 	// turn, and the Conn goes on in the next iteration. Default 8.
 	ReadsPerCall int
-	// ReadTimeout closes the Conn (with ErrReadTimeout) when no input has
-	// arrived for this long. 0: never.
+
+	// The timeouts close the Conn with an error its CloseHandler hears;
+	// 0 means no limit. A timeout resets the connection when it discards
+	// queued output or unconsumed input, so the peer sees ECONNRESET,
+	// never a clean end of a stream cut short (see Conn). Each has a
+	// setter on Conn for changes after Add. How each counts while the Conn
+	// is not reading (PauseRead, or back pressure: more than HighWater
+	// queued) is part of its rule.
+
+	// ReadTimeout closes the Conn (with ErrReadTimeout) when it has been
+	// reading for this long and no input arrived. Time it does not read is
+	// not counted: while it is paused (PauseRead, back pressure) the clock
+	// stops, and when reading resumes it starts again from zero; after the
+	// end of input, or Close, it stops for good. Not reading is the Conn's
+	// choice, not the peer's fault; WriteTimeout covers a peer that stops
+	// reading and so keeps the Conn above HighWater.
 	ReadTimeout time.Duration
 	// IdleTimeout closes the Conn (with ErrIdleTimeout) when neither input
-	// has arrived nor output left for this long. 0: never.
+	// has arrived nor output left for this long, whatever the reason:
+	// paused or not, with output queued or not. It is the bound on a Conn
+	// that does nothing.
 	IdleTimeout time.Duration
+	// WriteTimeout closes the Conn (with ErrWriteTimeout) when output has
+	// been queued and none of it taken by the Stream for this long: the
+	// peer stopped reading. The clock runs only while output is queued
+	// (also while Close or CloseWrite waits for the queue to drain, and
+	// while back pressure stops reading), and starts again at each write
+	// that takes some. Output the kernel holds after the Stream took it is
+	// not queued: bound that with the socket's own SetUserTimeout.
+	WriteTimeout time.Duration
+
+	// Logger, if not nil, receives a Debug record for each Conn that ends
+	// by a timeout ("netloop: conn timed out") or with a reset it sent
+	// ("netloop: conn reset"), with the attributes err, local, remote and,
+	// for a timeout, timeout (the limit). Nil: silent.
+	Logger *slog.Logger
 }
 
 // Conn defaults.
@@ -64,7 +95,7 @@ var (
 
 func (c Config) withDefaults() (Config, error) {
 	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 ||
-		c.ReadTimeout < 0 || c.IdleTimeout < 0 {
+		c.ReadTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 {
 		return c, fmt.Errorf("%w: netloop: negative Config field: %+v", ErrInvalidArgument, c)
 	}
 	if c.MaxReadBuffer == 0 {

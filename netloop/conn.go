@@ -26,10 +26,29 @@ var errZeroConn = fmt.Errorf("%w: nil or zero netloop.Conn (make one with netloo
 //
 // A Conn belongs to its Loop: call its methods from its handler, or, on a
 // Loop with one worker, from any handler or posted function of that Loop.
-// From another goroutine (or another worker), use Async. Conn is a source
+// From another goroutine (or another worker), use Async; the timeout
+// setters (SetReadTimeout, ...) and the socket options (SetNoDelay, ...)
+// may be called from anywhere. Conn is a source
 // of its Loop like any other (eventloop.Loop.Add), registered
 // Edge-triggered, for Readable while it reads and Writable only while
 // output waits for room (for Error alone while it does neither).
+//
+// A Conn ends with a FIN (the peer reads a clean end of stream) only when
+// it threw nothing away: Close, CloseWrite and the end of input write
+// every byte queued first. A close that discards something resets the
+// connection instead (SO_LINGER 0, then close), so the peer's read fails
+// with ECONNRESET and a truncated stream never passes for a whole one:
+//
+//   - Abort resets always, also with nothing queued: the exchange failed.
+//   - A timeout or an error (ErrReadTimeout, ErrIdleTimeout,
+//     ErrWriteTimeout, ErrReadBufferFull, a failed read or write) resets
+//     when output was queued and not yet written, or input received and
+//     not consumed. With neither, nothing was lost: it closes with a FIN.
+//   - The Loop's Close resets a Conn that still has output queued.
+//
+// A reset also drops what the kernel still held to send. A Stream without
+// SetLinger closes as it always does: a Unix socket has no reset, and its
+// peer reads the end of stream.
 //
 // The zero Conn is not usable: Write, WriteString and Async return an
 // error wrapping ErrInvalidArgument, Closed reports true, and the other
@@ -61,13 +80,15 @@ type Conn struct {
 	redeliver  bool // hand the unconsumed input to Data again before reading
 	undrained  bool // a read pass stopped (back pressure, PauseRead) before the socket was drained
 	failed     bool // an error or Abort: close now, dropping the queue
+	reset      bool // close with a reset (SO_LINGER 0): output or input was discarded, or Abort
 	closed     bool // removed: its Stream is closed
 	drained    bool // a drain has begun for it (drain.go)
 	err        error
 	listed     int8 // its place in the Loop's registry, guarded by ls.mu (loopstate.go)
 
-	dl connDeadline // ReadTimeout and IdleTimeout (conn_deadline.go)
-	rl connRelay    // Relay (relay.go)
+	dl    connDeadline // the timeouts (conn_deadline.go)
+	stats ConnStats    // conn_stats.go
+	rl    connRelay    // Relay (relay.go)
 
 	opened func(*Conn, error) // a Dial's done, run first in the Conn's first call (dial.go)
 
@@ -103,18 +124,14 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 		return nil, err
 	}
 	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading, opened: opened}
-	if c.hasDeadlines() {
-		c.dl.fire = c.deadlineDue
-	}
 	c.ls.conns.Add(1)
-	// The token, and the deadlines' starting point, are the Conn's before
-	// its first call, which may come on another worker before Add returns.
+	// The token, the clocks and the limits are the Conn's before its first
+	// call, which may come on another worker before Add returns.
 	bind := eventloop.OnToken(func(tok poll.Token) {
 		c.tok = tok
-		if c.hasDeadlines() {
-			now := time.Now()
-			c.dl.lastRead, c.dl.lastActive = now, now
-		}
+		now := time.Now()
+		c.stats.Connected = now
+		c.startDeadlines(now)
 	})
 	tok, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...)
 	if err != nil {
@@ -125,8 +142,8 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 	if opened != nil {
 		_ = l.Trigger(tok) // the first call, with or without an event; fails only if already removed
 	}
-	if c.hasDeadlines() {
-		c.setDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout)))
+	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
+		c.firstDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout), nonZero(cfg.WriteTimeout)))
 	}
 	if c.ls.enlist(c) {
 		_ = c.Async((*Conn).drain) // added during a drain: it drains too
@@ -278,13 +295,15 @@ func (c *Conn) CloseWrite() {
 	c.trigger()
 }
 
-// Abort closes the Conn at once, dropping its queued output. Its
-// CloseHandler hears err (nil if err is nil).
+// Abort closes the Conn at once, dropping its queued output, with a reset
+// (see Conn: the peer sees ECONNRESET), also when nothing was queued.
+// Its CloseHandler hears err (nil if err is nil).
 func (c *Conn) Abort(err error) {
 	if c.Closed() || c.failed {
 		return
 	}
 	c.fail(err)
+	c.reset = true
 	c.trigger()
 }
 
@@ -304,6 +323,7 @@ func (c *Conn) ResumeRead() {
 	}
 	c.paused = false
 	c.redeliver = len(c.in) > 0
+	c.readResumed()
 	c.trigger()
 }
 
@@ -330,13 +350,14 @@ func (c *Conn) Async(f func(*Conn)) error {
 }
 
 // fail ends the Conn with err: it closes at the end of the call, its
-// queue dropped.
+// queue dropped, with a reset if that discards output or input.
 func (c *Conn) fail(err error) {
 	if c.failed {
 		return
 	}
 	c.failed = true
 	c.err = err
+	c.reset = c.reset || c.Queued() > 0 || len(c.in) > 0
 	c.out, c.at = nil, 0
 }
 
@@ -344,16 +365,18 @@ func (c *Conn) fail(err error) {
 // of it runs.
 func (c *Conn) removed() {
 	c.closed = true
-	if c.hasDeadlines() {
-		c.stopDeadline()
-	}
+	c.stopDeadline()
 	c.asyncMu.Lock()
 	c.asyncClosed = true
 	c.async = nil
 	c.asyncMu.Unlock()
+	if c.reset || c.Queued() > 0 { // (the Loop's Close removes a Conn with its queue)
+		c.resetOnClose()
+	}
 	if err := ignoreClosed(c.s.Close()); err != nil && c.err == nil {
 		c.err = err
 	}
+	c.logEnd()
 	c.in, c.out = nil, nil
 	c.ls.delist(c)
 	if f := c.opened; f != nil {

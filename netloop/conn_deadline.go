@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,11 +12,15 @@ import (
 
 // Errors of connection deadlines, reported to CloseHandler.Closed.
 var (
-	// ErrReadTimeout: no input arrived for Config.ReadTimeout.
+	// ErrReadTimeout: no input arrived for Config.ReadTimeout while the
+	// Conn was reading.
 	ErrReadTimeout = errors.New("unipoll: netloop: read timeout")
 	// ErrIdleTimeout: neither input arrived nor output left for
 	// Config.IdleTimeout.
 	ErrIdleTimeout = errors.New("unipoll: netloop: idle timeout")
+	// ErrWriteTimeout: queued output made no progress for
+	// Config.WriteTimeout (the peer stopped reading).
+	ErrWriteTimeout = errors.New("unipoll: netloop: write timeout")
 )
 
 // A Conn's deadlines are one eventloop.Loop.AfterFunc at a time, on the
@@ -25,42 +30,156 @@ var (
 // closing the Conn or setting the timeout again for what is left. A busy
 // Conn thus costs the wheel one timeout per period, not one per read.
 //
-// The expiry runs on whichever worker takes the Loop's timer; it only
-// marks the Conn (due) and triggers a call of it, so that the Conn's state
-// is touched in its own calls alone.
+// Invariants:
+//  1. The limits in force (Conn.cfg's ReadTimeout, IdleTimeout,
+//     WriteTimeout) and the notes (lastRead, lastActive, lastWrite,
+//     writing) are the Conn's calls' alone (and Add's, before the first
+//     call).
+//  2. Any goroutine asks for new limits by storing them in read, idle and
+//     write and setting dlChanged, then triggering the Conn; its next call
+//     takes them (applyTimeouts). A store always precedes its flag, and the
+//     call swaps the flags before it loads the limits, so no request is
+//     lost: one that comes after the swap sets the flag again.
+//  3. At most one AfterFunc is pending: setDeadline cancels the one it
+//     replaces, under mu. A stale expiry only sets dlDue, which makes the
+//     next call check early and set the timeout again.
+//  4. The expiry runs on whichever worker takes the Loop's timer; it only
+//     sets dlDue and triggers a call, so that the Conn's state is touched
+//     in its own calls alone.
 type connDeadline struct {
-	due  atomic.Bool
-	fire func(*eventloop.Loop) // deadlineDue, made once per Conn
+	flags atomic.Uint32 // dlDue | dlChanged
 
-	mu     sync.Mutex  // guards cancel and off: set by Add, by the Conn's calls, and cancelled by Removed
-	cancel func() bool // the AfterFunc set last
-	off    bool        // removed: set nothing more
+	read, idle, write atomic.Int64 // the limits asked for (invariant 2)
 
-	lastRead   time.Time // the Conn's calls only
+	mu     sync.Mutex            // guards fire, cancel and off: Add, the Conn's calls, and Removed set them
+	fire   func(*eventloop.Loop) // deadlineDue, made at the first use
+	cancel func() bool           // the AfterFunc set last
+	off    bool                  // removed: set nothing more
+
+	lastRead   time.Time // the Conn's calls only (invariant 1)
 	lastActive time.Time
+	lastWrite  time.Time // the last progress of queued output, or when it began to wait
+	writing    bool      // output is queued: lastWrite counts
 }
+
+// The bits of connDeadline.flags.
+const (
+	dlDue     = 1 << iota // the timeout expired: check the limits
+	dlChanged             // a setter asked for new limits
+)
 
 // deadlineDue is the AfterFunc of the Conn's deadlines.
 func (c *Conn) deadlineDue(l *eventloop.Loop) {
-	c.dl.due.Store(true)
+	c.dl.flags.Or(dlDue)
 	_ = l.Trigger(c.tok) // fails only if the Conn is being removed
 }
 
-// hasDeadlines reports whether the Conn has a deadline to keep.
-func (c *Conn) hasDeadlines() bool { return c.cfg.ReadTimeout > 0 || c.cfg.IdleTimeout > 0 }
+// SetReadTimeout changes Config.ReadTimeout for this Conn; 0 removes the
+// limit. It may be called from any goroutine, and takes effect in the
+// Conn's next call (which it triggers). A limit set where there was none
+// counts from then; a changed one applies to the time already counted, so
+// a shorter limit may close the Conn at once. It returns an error matching
+// ErrInvalidArgument for a negative d, ErrClosed once the Conn is closed.
+func (c *Conn) SetReadTimeout(d time.Duration) error {
+	return c.setTimeout("SetReadTimeout", func(dl *connDeadline) *atomic.Int64 { return &dl.read }, d)
+}
 
-// setDeadline sets the Conn's timeout to expire in d.
+// SetIdleTimeout changes Config.IdleTimeout for this Conn, as
+// SetReadTimeout does ReadTimeout.
+func (c *Conn) SetIdleTimeout(d time.Duration) error {
+	return c.setTimeout("SetIdleTimeout", func(dl *connDeadline) *atomic.Int64 { return &dl.idle }, d)
+}
+
+// SetWriteTimeout changes Config.WriteTimeout for this Conn, as
+// SetReadTimeout does ReadTimeout.
+func (c *Conn) SetWriteTimeout(d time.Duration) error {
+	return c.setTimeout("SetWriteTimeout", func(dl *connDeadline) *atomic.Int64 { return &dl.write }, d)
+}
+
+// setTimeout asks for limit (a field of c.dl, named once c is known not
+// to be nil) to become d.
+func (c *Conn) setTimeout(op string, limit func(*connDeadline) *atomic.Int64, d time.Duration) error {
+	if c.zero() {
+		return errZeroConn
+	}
+	if d < 0 {
+		return fmt.Errorf("%w: netloop: %s(%v): negative timeout", ErrInvalidArgument, op, d)
+	}
+	c.asyncMu.Lock()
+	closed := c.asyncClosed
+	c.asyncMu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	limit(&c.dl).Store(int64(d))
+	c.dl.flags.Or(dlChanged)
+	_ = c.l.Trigger(c.tok) // fails only if the Conn is being removed
+	return nil
+}
+
+// startDeadlines runs in Add: the limits asked for are cfg's, and the
+// clocks start at now.
+func (c *Conn) startDeadlines(now time.Time) {
+	c.dl.read.Store(int64(c.cfg.ReadTimeout))
+	c.dl.idle.Store(int64(c.cfg.IdleTimeout))
+	c.dl.write.Store(int64(c.cfg.WriteTimeout))
+	c.dl.lastRead, c.dl.lastActive = now, now
+}
+
+// applyTimeouts takes the limits the setters asked for. A clock that was
+// not kept (no limit needed it) starts now.
+func (c *Conn) applyTimeouts(now time.Time) {
+	read := time.Duration(c.dl.read.Load())
+	idle := time.Duration(c.dl.idle.Load())
+	write := time.Duration(c.dl.write.Load())
+	// noteRead keeps lastRead while either limit is on; noteWrite keeps
+	// lastActive only while IdleTimeout is.
+	if c.cfg.ReadTimeout|c.cfg.IdleTimeout == 0 && read != 0 {
+		c.dl.lastRead = now
+	}
+	if c.cfg.IdleTimeout == 0 && idle != 0 {
+		c.dl.lastActive = now
+	}
+	if c.cfg.WriteTimeout == 0 && write != 0 {
+		c.dl.writing, c.dl.lastWrite = c.Queued() > 0, now
+	}
+	c.cfg.ReadTimeout, c.cfg.IdleTimeout, c.cfg.WriteTimeout = read, idle, write
+}
+
+// setDeadline sets the Conn's timeout to expire in d, replacing the one
+// pending (invariant 3).
 func (c *Conn) setDeadline(d time.Duration) {
 	c.dl.mu.Lock()
 	defer c.dl.mu.Unlock()
 	if c.dl.off {
 		return
 	}
+	if c.dl.cancel != nil {
+		c.dl.cancel()
+		c.dl.cancel = nil
+	}
+	if d == 0 {
+		return // no limit left
+	}
+	if c.dl.fire == nil {
+		c.dl.fire = c.deadlineDue
+	}
 	cancel, err := c.l.AfterFunc(d, c.dl.fire)
 	if err != nil {
 		return // the Loop is closing: the Conn goes with it
 	}
 	c.dl.cancel = cancel
+}
+
+// firstDeadline is Add's setDeadline: the Conn's first call may have set
+// one already (its handler changed a limit), which stands.
+func (c *Conn) firstDeadline(d time.Duration) {
+	c.dl.mu.Lock()
+	set := c.dl.cancel != nil
+	c.dl.mu.Unlock()
+	if !set {
+		c.setDeadline(d)
+	}
 }
 
 // stopDeadline cancels the timeout for good (the Conn is removed).
@@ -73,31 +192,61 @@ func (c *Conn) stopDeadline() {
 	}
 }
 
-// noteRead and noteWrite record progress for the deadlines.
+// noteRead records input for the deadlines.
 func (c *Conn) noteRead() {
-	if c.hasDeadlines() {
+	if c.cfg.ReadTimeout|c.cfg.IdleTimeout != 0 {
 		now := time.Now()
 		c.dl.lastRead, c.dl.lastActive = now, now
 	}
 }
 
-func (c *Conn) noteWrite() {
-	if c.cfg.IdleTimeout > 0 {
+// noteWrite records a write of n bytes of the queue (n may be 0: the
+// socket was full) for the deadlines.
+func (c *Conn) noteWrite(n int) {
+	if n > 0 && c.cfg.IdleTimeout > 0 {
 		c.dl.lastActive = time.Now()
+	}
+	if c.cfg.WriteTimeout > 0 {
+		waiting := c.Queued() > 0
+		if waiting && (n > 0 || !c.dl.writing) {
+			c.dl.lastWrite = time.Now()
+		}
+		c.dl.writing = waiting
 	}
 }
 
-// checkDeadlines runs in the Conn's call after its timeout expired: it
-// fails the Conn if a limit has passed, and otherwise sets the timeout for
-// the nearest limit.
+// readResumed restarts the ReadTimeout's clock: the time the Conn did
+// not read (PauseRead, back pressure) is not the peer's.
+func (c *Conn) readResumed() {
+	if c.cfg.ReadTimeout > 0 {
+		c.dl.lastRead = time.Now()
+	}
+}
+
+// checkDeadlines runs at the end of each call of the Conn; it acts only
+// after its timeout expired or a setter asked for new limits: it fails
+// the Conn if a limit has passed, and otherwise sets the timeout for the
+// nearest limit.
 func (c *Conn) checkDeadlines() {
-	if !c.dl.due.Swap(false) {
+	if c.dl.flags.Load() == 0 {
 		return
 	}
+	flags := c.dl.flags.Swap(0)
 	now := time.Now()
+	if flags&dlChanged != 0 {
+		c.applyTimeouts(now)
+	}
+	if c.failed || c.closed {
+		return
+	}
 	next := time.Duration(1<<63 - 1)
 	if t := c.cfg.ReadTimeout; t > 0 {
-		left := t - now.Sub(c.dl.lastRead)
+		// Only while reading: not reading is the Conn's choice (PauseRead,
+		// back pressure) or the peer's end of input, not a silent peer.
+		left := t
+		if c.reading() {
+			left = t - now.Sub(c.dl.lastRead)
+		}
 		if left <= 0 {
 			c.fail(ErrReadTimeout)
 			return
@@ -111,6 +260,21 @@ func (c *Conn) checkDeadlines() {
 			return
 		}
 		next = min(next, left)
+	}
+	if t := c.cfg.WriteTimeout; t > 0 {
+		// Only while output waits: with nothing queued, nothing is late.
+		left := t
+		if c.Queued() > 0 {
+			left = t - now.Sub(c.dl.lastWrite)
+		}
+		if left <= 0 {
+			c.fail(ErrWriteTimeout)
+			return
+		}
+		next = min(next, left)
+	}
+	if next == 1<<63-1 {
+		next = 0 // no limit: setDeadline cancels the pending one
 	}
 	c.setDeadline(next)
 }

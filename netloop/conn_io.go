@@ -111,6 +111,8 @@ func (c *Conn) readPass(r poll.Ready) eventloop.Action {
 		}
 		n, err := c.s.Read(buf)
 		if n > 0 {
+			c.stats.Reads++
+			c.stats.BytesRead += uint64(n)
 			c.noteRead()
 			if own {
 				c.in = c.in[:len(c.in)+n]
@@ -203,8 +205,10 @@ func (c *Conn) flush() {
 		n, err := c.s.Write(c.out[c.at:])
 		c.at += n
 		if n > 0 {
-			c.noteWrite()
+			c.stats.Writes++
+			c.stats.BytesWritten += uint64(n)
 		}
+		c.noteWrite(n)
 		if err != nil && !isWouldBlock(err) {
 			c.fail(err)
 			return
@@ -232,6 +236,7 @@ func (c *Conn) flush() {
 	if c.pressured && c.Queued() <= c.cfg.LowWater {
 		c.pressured = false
 		c.redeliver = len(c.in) > 0
+		c.readResumed()
 		if p, ok := c.h.(PressureHandler); ok {
 			p.Pressure(c, false)
 		}

@@ -14,9 +14,23 @@
 //     is bounded (Config), with back pressure above a high-water mark
 //     (PressureHandler) and hooks for the end of input (EOFHandler) and
 //     the close (CloseHandler). HandlerFunc adapts a function.
-//   - Config.ReadTimeout and IdleTimeout close a Conn that hears nothing
-//     (ErrReadTimeout, ErrIdleTimeout), with one timeout per Conn on the
-//     Poll's wheel.
+//   - Config.ReadTimeout, IdleTimeout and WriteTimeout close a Conn
+//     whose peer is silent, idle or no longer reading (ErrReadTimeout,
+//     ErrIdleTimeout, ErrWriteTimeout), with one timeout per Conn on the
+//     Poll's wheel; Config says how each counts under PauseRead and back
+//     pressure. Conn.SetReadTimeout, SetIdleTimeout and SetWriteTimeout
+//     change them from any goroutine.
+//   - A close that discards output resets the connection (SO_LINGER 0),
+//     so the peer sees ECONNRESET, never a truncated stream ending
+//     cleanly: Abort always, a timeout or an error when output was
+//     queued or input unconsumed (see Conn). Close writes everything
+//     queued, then sends a FIN.
+//   - Conn.SetNoDelay, SetKeepAlive, SetKeepAliveConfig, SetLinger,
+//     SetReadBuffer, SetWriteBuffer and SetUserTimeout reach the socket
+//     from any goroutine (socket.ErrUnsupportedOption where the Stream
+//     has no such option); Conn.Stats counts bytes, reads and writes each
+//     way and says since when; Config.Logger hears, at Debug, each Conn
+//     that ends by a timeout or with a reset.
 //   - Conn.Write, Flush, Close, CloseWrite, Abort, PauseRead and
 //     ResumeRead act on it from its own calls (or its Loop's, with one
 //     worker); Conn.Async runs a function among its calls from any
@@ -75,6 +89,6 @@
 //
 // Errors are sentinels matched with errors.Is: ErrClosed and
 // ErrInvalidArgument (eventloop's), ErrWriteQueueFull, ErrReadBufferFull,
-// ErrReadTimeout, ErrIdleTimeout, ErrDialTimeout, ErrRelayPeer. Nil and zero
-// values return errors and never panic.
+// ErrReadTimeout, ErrIdleTimeout, ErrWriteTimeout, ErrDialTimeout,
+// ErrRelayPeer. Nil and zero values return errors and never panic.
 package netloop

@@ -110,9 +110,18 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 }
 
 // relayRead and relayWrote note the relay's traffic on c's socket as its
-// own reads and writes are noted, for its deadlines.
-func (c *Conn) relayRead(int)  { c.noteRead() }
-func (c *Conn) relayWrote(int) { c.noteWrite() }
+// own reads and writes are noted, for its deadlines and its Stats.
+func (c *Conn) relayRead(n int) {
+	c.stats.Reads++
+	c.stats.BytesRead += uint64(n)
+	c.noteRead()
+}
+
+func (c *Conn) relayWrote(n int) {
+	c.stats.Writes++
+	c.stats.BytesWritten += uint64(n)
+	c.noteWrite(n)
+}
 
 // stall stops the source at a transport that held held bytes; it reports
 // whether the sink has drained some meanwhile, so that the source goes on

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/netloop"
@@ -24,6 +25,8 @@ func (t tourConn) Data(c *netloop.Conn, in []byte) int {
 }
 
 func (t tourConn) Draining(c *netloop.Conn) {
+	st := c.Stats() // the Conn's counters, read in its own call
+	t.heard(c.Loop(), "Conn", fmt.Sprintf("draining after %d bytes in and %d out", st.BytesRead, st.BytesWritten))
 	_, _ = c.WriteString(" goodbye")
 	c.Close()
 }
@@ -35,7 +38,9 @@ func addConn(l *eventloop.Loop, heard func(*eventloop.Loop, string, string)) (*s
 	if err != nil {
 		return nil, err
 	}
-	if _, err := netloop.Add(l, server, tourConn{heard}, netloop.Config{}); err != nil {
+	// A client that stops reading is cut off with a reset after 5 s,
+	// rather than holding its queued output (and the drain) for ever.
+	if _, err := netloop.Add(l, server, tourConn{heard}, netloop.Config{WriteTimeout: 5 * time.Second}); err != nil {
 		return nil, errors.Join(err, client.Close())
 	}
 	return client, nil

@@ -23,6 +23,7 @@ func TestLoopTour(t *testing.T) {
 		"exit status 4; reaped by cmd.Wait",
 		`child output: read "hello from a child\n"`,
 		`Conn: echoing "hello to a Conn"`,
+		`Conn: draining after 15 bytes in and 15 out`,
 		`its client read "hello to a Conn goodbye", then the end`,
 		`Dial: read "hello from the dialed server"`,
 		"dial: connected to 127.0.0.1:",
