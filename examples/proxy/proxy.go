@@ -1,0 +1,187 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/netloop"
+	"github.com/unipoll/unipoll/socket"
+)
+
+// config is the proxy's, from the flags.
+type config struct {
+	listen         string
+	backend        string // host:port, host an IP literal
+	loops          int
+	connectTimeout time.Duration
+	idleTimeout    time.Duration // 0: never
+	drainTimeout   time.Duration
+	conn           netloop.Config
+}
+
+// proxy is a Group of Loops accepting clients and relaying each to a
+// connection of its own to the backend.
+//
+// A drain (Stop) refuses new clients, lets the pairs in flight finish on
+// their own, and shuts the Loops down when the last one has, or at
+// -drain-timeout, whichever comes first.
+type proxy struct {
+	cfg  config
+	g    *netloop.Group
+	addr net.Addr
+	logf func(format string, args ...any)
+
+	pairs    atomic.Int64  // pairs accepted and not yet closed
+	draining atomic.Bool   // Stop was called: accept refuses
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+	idle     chan struct{} // a token when pairs fell to 0 while draining (capacity 1)
+}
+
+// newProxy listens on cfg.listen. Nothing is accepted before Run.
+func newProxy(cfg config, logf func(string, ...any)) (*proxy, error) {
+	if err := checkBackend(cfg.backend); err != nil {
+		return nil, err
+	}
+	if cfg.connectTimeout <= 0 || cfg.idleTimeout < 0 || cfg.drainTimeout < 0 {
+		return nil, fmt.Errorf("proxy: -connect-timeout %v must be positive, -idle-timeout %v and -drain-timeout %v not negative",
+			cfg.connectTimeout, cfg.idleTimeout, cfg.drainTimeout)
+	}
+	cfg.conn.IdleTimeout = cfg.idleTimeout
+	g, err := netloop.NewGroup(netloop.GroupConfig{Loops: cfg.loops})
+	if err != nil {
+		return nil, err
+	}
+	px := &proxy{cfg: cfg, g: g, logf: logf, stop: make(chan struct{}), idle: make(chan struct{}, 1)}
+	if px.addr, err = g.ListenTCP("tcp", cfg.listen, px.accept); err != nil {
+		return nil, errors.Join(err, g.Close())
+	}
+	return px, nil
+}
+
+// checkBackend checks that addr is an IP literal and a port: the proxy
+// dials it on a Loop, where a name lookup would block.
+func checkBackend(addr string) error {
+	if _, err := netip.ParseAddrPort(addr); err != nil {
+		return fmt.Errorf("proxy: -backend %s: want an IP address and a port: %w", addr, err)
+	}
+	return nil
+}
+
+// accept dials the backend for a new client and puts both on the Loop the
+// Group chose. While draining it refuses the client with a reset.
+func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
+	if px.draining.Load() {
+		_ = c.SetLinger(0)
+		_ = c.Close()
+		return
+	}
+	b, err := socket.DialTCP("tcp", px.cfg.backend)
+	if err != nil {
+		px.logf("proxy: %v", err)
+		_ = c.SetLinger(0)
+		_ = c.Close()
+		return
+	}
+	// Small messages go on at once both ways: the proxy adds no delay of
+	// its own to a request or its answer.
+	_ = c.SetNoDelay(true)
+	_ = b.SetNoDelay(true)
+	p := &pair{px: px, open: 2, cancelConnect: func() bool { return false }}
+	p.toBackend.p, p.toClient.p = p, p
+	px.pairs.Add(1)
+	if p.backend, err = netloop.Add(l, b, &p.toClient, px.cfg.conn); err != nil {
+		px.logf("proxy: %v", err)
+		_ = c.Close()
+		px.pairDone()
+		return
+	}
+	if p.client, err = netloop.Add(l, c, &p.toBackend, px.cfg.conn); err != nil {
+		px.logf("proxy: %v", err)
+		p.open = 1 // the backend's Closed, without a peer, ends the pair
+		p.backend.Abort(err)
+		return
+	}
+	// Neither Conn has had a call yet (this runs on their Loop), so their
+	// handlers see both ends set.
+	p.toBackend.peer, p.toClient.peer = p.backend, p.client
+	if cancel, err := l.AfterFunc(px.cfg.connectTimeout, p.connectDue); err == nil {
+		p.cancelConnect = cancel
+	}
+}
+
+// pairDone counts a pair out, and tells a drain when it was the last.
+func (px *proxy) pairDone() {
+	if px.pairs.Add(-1) == 0 && px.draining.Load() {
+		select {
+		case px.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Addr is the address the proxy listens on.
+func (px *proxy) Addr() net.Addr { return px.addr }
+
+// Stop starts the drain; safe from any goroutine, any number of times.
+func (px *proxy) Stop() {
+	px.stopOnce.Do(func() {
+		px.draining.Store(true)
+		close(px.stop)
+	})
+}
+
+// Run serves until Stop and the drain, then closes every connection, the
+// listener and the Loops.
+func (px *proxy) Run() error {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-px.stop:
+			px.drain()
+		case <-done:
+		}
+		px.g.Shutdown()
+	}()
+	err := px.g.Run(context.Background(), nil)
+	close(done)
+	wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return errors.Join(err, ignoreClosed(px.g.Close()))
+}
+
+// drain waits until no pair is left, or -drain-timeout.
+func (px *proxy) drain() {
+	deadline := time.NewTimer(px.cfg.drainTimeout)
+	defer deadline.Stop()
+	for px.pairs.Load() > 0 {
+		select {
+		case <-px.idle:
+		case <-deadline.C:
+			px.logf("proxy: drain timed out with %d pair(s) open", px.pairs.Load())
+			return
+		}
+	}
+}
+
+// ignoreClosed drops ErrClosed: closing what is closed already is fine.
+func ignoreClosed(err error) error {
+	if errors.Is(err, eventloop.ErrClosed) {
+		return nil
+	}
+	return err
+}

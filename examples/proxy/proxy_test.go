@@ -1,0 +1,104 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testConfig is a proxy on a free loopback port in front of backend.
+func testConfig(backend string) config {
+	return config{
+		listen: "127.0.0.1:0", backend: backend, loops: 2,
+		connectTimeout: 2 * time.Second, drainTimeout: 10 * time.Second,
+	}
+}
+
+// runProxy runs px and returns a function that drains it and returns
+// Run's result.
+func runProxy(px *proxy) (stop func() error) {
+	done := make(chan error, 1)
+	go func() { done <- px.Run() }()
+	return func() error {
+		px.Stop()
+		return <-done
+	}
+}
+
+// The proxy in this process, on two Loops, in front of examples/echo:
+// clients of several sizes get their bytes back intact, a drain returns
+// nil, and (TestMain) no goroutine is left behind.
+func TestInProcess(t *testing.T) {
+	echo := startProc(t, echoBin, "-addr", "127.0.0.1:0")
+	px, err := newProxy(testConfig(echo.addr), t.Logf)
+	require.NoError(t, err)
+	stop := runProxy(px)
+	sizes := []int{1, 100, 64 << 10, 1 << 20, 3<<20 + 7}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*len(sizes))
+	for i := range 4 * len(sizes) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", px.Addr().String())
+			if err == nil {
+				err = exchange(c, uint64(i), sizes[i%len(sizes)])
+				_ = c.Close()
+			}
+			if err != nil {
+				errs <- fmt.Errorf("client %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	require.NoError(t, stop())
+	require.Zero(t, px.pairs.Load(), "pairs left after the drain")
+	px.Stop() // harmless after Run has returned
+}
+
+// A client whose backend refuses is reset, in the process too, and the
+// pair is counted out.
+func TestInProcessRefused(t *testing.T) {
+	px, err := newProxy(testConfig(closedPort(t)), t.Logf)
+	require.NoError(t, err)
+	stop := runProxy(px)
+	require.ErrorIs(t, cutClient(px.Addr().String()), syscall.ECONNRESET)
+	require.Eventually(t, func() bool { return px.pairs.Load() == 0 }, procWait, time.Millisecond, "the pair is counted out")
+	require.NoError(t, stop())
+}
+
+// Bad flags are refused with an error that names them, before anything
+// listens.
+func TestBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*config)
+		want string
+	}{
+		{"host name backend", func(c *config) { c.backend = "localhost:9000" }, "want an IP address"},
+		{"no port", func(c *config) { c.backend = "127.0.0.1" }, "want an IP address"},
+		{"zero connect timeout", func(c *config) { c.connectTimeout = 0 }, "-connect-timeout"},
+		{"negative drain", func(c *config) { c.drainTimeout = -time.Second }, "-drain-timeout"},
+		{"negative loops", func(c *config) { c.loops = -1 }, "Loops -1"},
+		{"bad listen", func(c *config) { c.listen = "127.0.0.1:99999" }, "99999"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig("127.0.0.1:9")
+			tc.edit(&cfg)
+			px, err := newProxy(cfg, t.Logf)
+			require.ErrorContains(t, err, tc.want)
+			require.Nil(t, px)
+		})
+	}
+}
