@@ -16,15 +16,20 @@ import (
 
 // goServers maps a server name to a function that serves echo on addr
 // until the process is killed. ready is called once the server accepts
-// connections.
+// connections. A name in goProxies (server_netproxy.go) is a proxy
+// instead, relaying to -backend.
 var goServers = map[string]func(addr string, ready func()) error{}
 
 func serverMain(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	name := fs.String("server", "", "which server")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
+	backend := fs.String("backend", "", "a proxy (goProxies): the backend it relays to")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if px, ok := goProxies[*name]; ok {
+		return px(*addr, *backend, func() { fmt.Println("READY") })
 	}
 	serve, ok := goServers[*name]
 	if !ok {
