@@ -27,6 +27,7 @@
 //	-connect-timeout D     reset a client whose backend has not answered in D (5s)
 //	-idle-timeout D        reset a pair silent both ways for D; 0: never (5m)
 //	-drain-timeout D       on SIGTERM, wait at most D for pairs to finish (10s)
+//	-cpuprofile FILE       write a CPU profile of the run to FILE
 //
 // Try it against examples/echo:
 //
@@ -40,6 +41,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -52,6 +54,7 @@ func main() {
 	flag.DurationVar(&cfg.connectTimeout, "connect-timeout", 5*time.Second, "reset a client whose backend connect has not completed in this time")
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 5*time.Minute, "reset a pair silent both ways this long (0: never)")
 	flag.DurationVar(&cfg.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, wait at most this long for pairs to finish")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (stopped by SIGINT or SIGTERM)")
 	flag.Parse()
 
 	px, err := newProxy(cfg, log.Printf)
@@ -65,9 +68,21 @@ func main() {
 		log.Print("proxy: draining")
 		px.Stop()
 	}()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	log.Printf("proxy: listening on %s, backend %s, %d loop(s)", px.Addr(), cfg.backend, len(px.g.Loops()))
 	if err := px.Run(); err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
 	}
 	log.Print("proxy: stopped")
 }
