@@ -3,7 +3,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -22,14 +24,21 @@ func testConfig(backend string) config {
 }
 
 // runProxy runs px and returns a function that drains it and returns
-// Run's result.
-func runProxy(px *proxy) (stop func() error) {
+// Run's result; the test's cleanup drains it too, if the test ended first.
+func runProxy(t *testing.T, px *proxy) (stop func() error) {
 	done := make(chan error, 1)
 	go func() { done <- px.Run() }()
-	return func() error {
-		px.Stop()
-		return <-done
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			px.Stop()
+			err = <-done
+		})
+		return err
 	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
 }
 
 // The proxy in this process, on two Loops, in front of examples/echo:
@@ -39,7 +48,7 @@ func TestInProcess(t *testing.T) {
 	echo := startProc(t, echoBin, "-addr", "127.0.0.1:0")
 	px, err := newProxy(testConfig(echo.addr), t.Logf)
 	require.NoError(t, err)
-	stop := runProxy(px)
+	stop := runProxy(t, px)
 	sizes := []int{1, 100, 64 << 10, 1 << 20, 3<<20 + 7}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*len(sizes))
@@ -72,7 +81,7 @@ func TestInProcess(t *testing.T) {
 func TestInProcessRefused(t *testing.T) {
 	px, err := newProxy(testConfig(closedPort(t)), t.Logf)
 	require.NoError(t, err)
-	stop := runProxy(px)
+	stop := runProxy(t, px)
 	require.ErrorIs(t, cutClient(px.Addr().String()), syscall.ECONNRESET)
 	require.Eventually(t, func() bool { return px.pairs.Load() == 0 }, procWait, time.Millisecond, "the pair is counted out")
 	require.NoError(t, stop())
@@ -101,4 +110,32 @@ func TestBadConfig(t *testing.T) {
 			require.Nil(t, px)
 		})
 	}
+}
+
+// A pair silent both ways for -idle-timeout is reset: the client sees an
+// error, not a clean end, and not before the timeout.
+func TestIdleTimeout(t *testing.T) {
+	echo := startProc(t, echoBin, "-addr", "127.0.0.1:0")
+	cfg := testConfig(echo.addr)
+	cfg.idleTimeout = 300 * time.Millisecond
+	px, err := newProxy(cfg, t.Logf)
+	require.NoError(t, err)
+	stop := runProxy(t, px)
+	c, err := net.Dial("tcp", px.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(procWait)))
+	_, err = c.Write([]byte("ping"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(c, make([]byte, 4))
+	require.NoError(t, err)
+	quiet := time.Now()
+	// TODO(i24-conn): a reset only, once a Conn that times out resets
+	// (SO_LINGER 0); until then the timed-out Conn itself closes with a
+	// FIN, and only its peer is reset by the proxy.
+	err = resetOrEOF(c)
+	require.True(t, errors.Is(err, syscall.ECONNRESET) || err == io.EOF, "the pair ends: %v", err)
+	require.GreaterOrEqual(t, time.Since(quiet), cfg.idleTimeout-50*time.Millisecond, "reset before the idle timeout")
+	require.Eventually(t, func() bool { return px.pairs.Load() == 0 }, procWait, time.Millisecond, "the pair is counted out")
+	require.NoError(t, stop())
 }
