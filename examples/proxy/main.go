@@ -15,8 +15,9 @@
 //
 // The backend is dialed for each client without waiting on the Loop; a
 // connect that has not completed within -connect-timeout resets the
-// client. On SIGTERM or SIGINT the proxy drains: new clients are refused,
-// the pairs in flight finish, and after the last one (or -drain-timeout)
+// client. On SIGTERM or SIGINT the proxy drains (netloop.Group.Shutdown):
+// the listener closes at once, so new clients are refused; the pairs in
+// flight finish on their own; at -drain-timeout the rest are closed. Then
 // it exits with status 0.
 //
 // Flags:

@@ -83,6 +83,10 @@ func (s *side) ReadClosed(c *netloop.Conn) {
 	}
 }
 
+// Draining keeps the pair going during a drain (Group.Shutdown): it ends
+// when its client and backend are done, or at the drain's deadline.
+func (s *side) Draining(c *netloop.Conn) {}
+
 // Closed ends the peer too: with a reset if c ended with an error
 // (invariant 3), after its queue otherwise.
 func (s *side) Closed(c *netloop.Conn, err error) {

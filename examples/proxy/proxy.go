@@ -31,20 +31,18 @@ type config struct {
 // proxy is a Group of Loops accepting clients and relaying each to a
 // connection of its own to the backend.
 //
-// A drain (Stop) refuses new clients, lets the pairs in flight finish on
-// their own, and shuts the Loops down when the last one has, or at
-// -drain-timeout, whichever comes first.
+// A drain (Stop) is the Group's Shutdown: the listener closes at once, so
+// new clients are refused, the pairs in flight finish on their own
+// (side.Draining), and at -drain-timeout the rest are closed.
 type proxy struct {
 	cfg  config
 	g    *netloop.Group
-	addr net.Addr
+	ln   *netloop.Listener
 	logf func(format string, args ...any)
 
 	pairs    atomic.Int64  // pairs accepted and not yet closed
-	draining atomic.Bool   // Stop was called: accept refuses
 	stop     chan struct{} // closed by Stop
 	stopOnce sync.Once
-	idle     chan struct{} // a token when pairs fell to 0 while draining (capacity 1)
 }
 
 // newProxy listens on cfg.listen. Nothing is accepted before Run.
@@ -61,8 +59,8 @@ func newProxy(cfg config, logf func(string, ...any)) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	px := &proxy{cfg: cfg, g: g, logf: logf, stop: make(chan struct{}), idle: make(chan struct{}, 1)}
-	if px.addr, err = g.ListenTCP("tcp", cfg.listen, px.accept); err != nil {
+	px := &proxy{cfg: cfg, g: g, logf: logf, stop: make(chan struct{})}
+	if px.ln, err = g.ListenTCP("tcp", cfg.listen, px.accept); err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
 	return px, nil
@@ -78,13 +76,8 @@ func checkBackend(addr string) error {
 }
 
 // accept dials the backend for a new client and puts both on the Loop the
-// Group chose. While draining it refuses the client with a reset.
+// Group chose.
 func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
-	if px.draining.Load() {
-		_ = c.SetLinger(0)
-		_ = c.Close()
-		return
-	}
 	b, err := socket.DialTCP("tcp", px.cfg.backend)
 	if err != nil {
 		px.logf("proxy: %v", err)
@@ -119,63 +112,45 @@ func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	}
 }
 
-// pairDone counts a pair out, and tells a drain when it was the last.
-func (px *proxy) pairDone() {
-	if px.pairs.Add(-1) == 0 && px.draining.Load() {
-		select {
-		case px.idle <- struct{}{}:
-		default:
-		}
-	}
-}
+// pairDone counts a pair out.
+func (px *proxy) pairDone() { px.pairs.Add(-1) }
 
 // Addr is the address the proxy listens on.
-func (px *proxy) Addr() net.Addr { return px.addr }
+func (px *proxy) Addr() net.Addr { return px.ln.Addr() }
 
 // Stop starts the drain; safe from any goroutine, any number of times.
 func (px *proxy) Stop() {
-	px.stopOnce.Do(func() {
-		px.draining.Store(true)
-		close(px.stop)
-	})
+	px.stopOnce.Do(func() { close(px.stop) })
 }
 
 // Run serves until Stop and the drain, then closes every connection, the
-// listener and the Loops.
+// listener and the Loops. A drain cut short by -drain-timeout is logged,
+// not an error: the proxy did what it was told.
 func (px *proxy) Run() error {
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+	shut := make(chan error, 1)
 	go func() {
-		defer wg.Done()
 		select {
 		case <-px.stop:
-			px.drain()
+			ctx, cancel := context.WithTimeout(context.Background(), px.cfg.drainTimeout)
+			defer cancel()
+			err := px.g.Shutdown(ctx)
+			if errors.Is(err, context.DeadlineExceeded) {
+				px.logf("proxy: drain timed out after %v; the pairs left were closed", px.cfg.drainTimeout)
+				err = nil
+			}
+			shut <- err
 		case <-done:
+			shut <- nil
 		}
-		px.g.Shutdown()
 	}()
 	err := px.g.Run(context.Background(), nil)
 	close(done)
-	wg.Wait()
+	serr := <-shut
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
-	return errors.Join(err, ignoreClosed(px.g.Close()))
-}
-
-// drain waits until no pair is left, or -drain-timeout.
-func (px *proxy) drain() {
-	deadline := time.NewTimer(px.cfg.drainTimeout)
-	defer deadline.Stop()
-	for px.pairs.Load() > 0 {
-		select {
-		case <-px.idle:
-		case <-deadline.C:
-			px.logf("proxy: drain timed out with %d pair(s) open", px.pairs.Load())
-			return
-		}
-	}
+	return errors.Join(err, serr, ignoreClosed(px.g.Close()))
 }
 
 // ignoreClosed drops ErrClosed: closing what is closed already is fine.
