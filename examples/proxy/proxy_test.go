@@ -125,11 +125,13 @@ func TestIdleTimeout(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.SetDeadline(time.Now().Add(procWait)))
+	// The pair's last activity is after this write begins: the idle
+	// clock cannot have started earlier.
+	quiet := time.Now()
 	_, err = c.Write([]byte("ping"))
 	require.NoError(t, err)
 	_, err = io.ReadFull(c, make([]byte, 4))
 	require.NoError(t, err)
-	quiet := time.Now()
 	// TODO(i24-conn): a reset only, once a Conn that times out resets
 	// (SO_LINGER 0); until then the timed-out Conn itself closes with a
 	// FIN, and only its peer is reset by the proxy.

@@ -155,7 +155,12 @@ func cutClient(addr string) error {
 	if err := c.SetDeadline(time.Now().Add(procWait)); err != nil {
 		return err
 	}
-	_, _ = c.Write([]byte("hello")) // may already fail: the reset can come first
+	// The reset may come first. The kernel tells it once, to the first
+	// call that looks: if that is this write, the read after it would
+	// only see the end of stream.
+	if _, err := c.Write([]byte("hello")); err != nil {
+		return err
+	}
 	return resetOrEOF(c)
 }
 
