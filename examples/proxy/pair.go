@@ -4,112 +4,76 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/unipoll/unipoll/eventloop"
 	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/socket"
 )
 
-// errConnectTimeout ends a pair whose backend did not answer within
-// -connect-timeout.
-var errConnectTimeout = errors.New("proxy: connect to the backend timed out")
-
 // A pair is one client and the backend connection dialed for it, both
-// Conns on the client's Loop. That Loop has one worker, so the handlers
-// of both Conns run one at a time, and each may call the other Conn's
-// methods directly: no lock, no Async.
+// Conns on the client's Loop. The client is added paused: what it sends
+// waits in its socket until the dial ends. A dial that fails or times out
+// resets the client; one that connects starts the relay: each Conn's
+// handler writes what it reads to the other Conn (copy.go).
 //
-// Invariants, each kept on the Loop:
-//  1. What one Conn reads is queued on the other (side.Data), and a Conn
-//     whose queue passes its high-water mark pauses the Conn that fills
-//     it (side.Pressure) until it drains: memory per pair is bounded by
-//     the two write queues, whichever side is slow.
-//  2. The end of one Conn's input is the end of the other's output
-//     (side.ReadClosed -> CloseWrite), so a client's half-close reaches
-//     the backend and the backend's answer still comes back. When both
-//     inputs have ended, both Conns close once their queues are written.
-//  3. A Conn that ends with an error (a reset, a failed or timed-out
-//     connect, an idle timeout) resets the other (pair.reset): the peer
-//     sees an error, never a clean end of a truncated stream.
+// The pair's state is touched only by its Conns' handlers and the dial's
+// done, all on the one Loop (one worker): no lock.
 type pair struct {
-	px                  *proxy
-	client, backend     *netloop.Conn
-	ends                int         // Conns whose input has ended (invariant 2)
-	open                int         // Conns not yet closed
-	cancelConnect       func() bool // the connect timeout's timer
-	toBackend, toClient side
+	px              *proxy
+	client, backend *netloop.Conn
+	dialing         bool // the backend's dial has not ended
+	open            int  // the pair's Conns not yet closed
+	ends            int  // Conns whose input has ended (copy.go)
+
+	toBackend, toClient side // the Handlers of the client and the backend
 }
 
-// side is the Handler of one Conn of a pair: what it reads goes to peer.
-type side struct {
-	p    *pair
-	peer *netloop.Conn
+// newPair makes the pair of a client about to be added.
+func newPair(px *proxy) *pair {
+	p := &pair{px: px, open: 1, dialing: true}
+	p.toBackend.p, p.toClient.p = p, p
+	return p
 }
 
-// Data queues in on the peer. A full queue takes nothing: the input
-// stays with c, which the peer's Pressure has already paused, and is
-// handed back when reading resumes. Input for a peer that has closed is
-// dropped: the pair is ending (its Closed resets c).
-func (s *side) Data(c *netloop.Conn, in []byte) int {
-	if _, err := s.peer.Write(in); err != nil {
-		if errors.Is(err, netloop.ErrClosed) {
-			return len(in)
-		}
-		return 0
+// dialed is the backend dial's end, on the Loop.
+func (p *pair) dialed(b *netloop.Conn, err error) {
+	p.dialing = false
+	if err != nil {
+		p.px.logf("proxy: backend %s for %s: %v", p.px.cfg.backend, addrOf(p.client), err)
+		reset(p.client, fmt.Errorf("%w: %w", errPeer, err)) // logged once, here
+		p.ended()
+		return
 	}
-	return len(in)
-}
-
-// Pressure pauses the peer while c has too much of its input queued
-// (invariant 1).
-func (s *side) Pressure(c *netloop.Conn, high bool) {
-	if high {
-		s.peer.PauseRead()
-	} else {
-		s.peer.ResumeRead()
+	p.backend, p.open = b, p.open+1
+	if tc, ok := b.Stream().(*socket.TCPConn); ok {
+		// Small messages go on at once: the proxy adds no delay of its own.
+		_ = tc.SetNoDelay(true)
 	}
-}
-
-// ReadClosed forwards the end of c's input to the peer, and closes the
-// pair once both inputs have ended (invariant 2).
-func (s *side) ReadClosed(c *netloop.Conn) {
-	s.peer.CloseWrite()
-	s.p.ends++
-	if s.p.ends == 2 {
-		c.Close()
-		s.peer.Close()
+	if p.client.Closed() {
+		b.Abort(netloop.ErrClosed)
+		return
 	}
+	p.toBackend.peer, p.toClient.peer = b, p.client
+	p.client.ResumeRead()
 }
 
-// Draining keeps the pair going during a drain (Group.Shutdown): it ends
-// when its client and backend are done, or at the drain's deadline.
-func (s *side) Draining(c *netloop.Conn) {}
-
-// Closed ends the peer too: with a reset if c ended with an error
-// (invariant 3), after its queue otherwise.
-func (s *side) Closed(c *netloop.Conn, err error) {
-	p := s.p
-	switch {
-	case s.peer == nil: // the client's Add failed (proxy.accept)
-	case err != nil:
-		if s.peer == p.client && !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EPIPE) {
-			p.px.logf("proxy: backend %s for %s: %v", p.px.cfg.backend, addrOf(p.client), err)
-		}
-		reset(s.peer, err)
-	default:
-		s.peer.Close()
+// closed counts c out. An error on one Conn reaches the other as
+// errPeer (side.Closed), and is logged once, from the side
+// that failed, unless it is a peer going away.
+func (p *pair) closed(c *netloop.Conn, err error) {
+	if err != nil && !errors.Is(err, errPeer) && !errors.Is(err, unix.ECONNRESET) &&
+		!errors.Is(err, unix.EPIPE) && !errors.Is(err, netloop.ErrClosed) {
+		p.px.logf("proxy: %s of %s: %v", p.sideName(c), addrOf(p.client), err)
 	}
 	p.open--
-	if p.open == 0 {
-		p.cancelConnect()
-		p.px.pairDone()
-	}
+	p.ended()
 }
 
-// reset closes c at once with err, its queued output dropped, and makes
-// its peer see a reset (SO_LINGER 0) rather than a clean end of stream.
+// reset aborts c with err and makes its peer see a reset (SO_LINGER 0),
+// not a clean end of stream: a client whose backend failed must not take
+// it for an empty answer, nor a truncated stream for a whole one.
 func reset(c *netloop.Conn, err error) {
 	if c.Closed() {
 		return
@@ -120,16 +84,19 @@ func reset(c *netloop.Conn, err error) {
 	c.Abort(err)
 }
 
-// connectDue runs -connect-timeout after the dial: a backend Conn whose
-// connect is still in progress is reset, and with it the client.
-func (p *pair) connectDue(*eventloop.Loop) {
-	if p.backend.Closed() {
-		return
+// ended counts the pair out once nothing of it is left.
+func (p *pair) ended() {
+	if p.open == 0 && !p.dialing {
+		p.px.pairDone()
 	}
-	tc := p.backend.Stream().(*socket.TCPConn)
-	if errors.Is(tc.ConnectError(), socket.ErrWouldBlock) {
-		reset(p.backend, errConnectTimeout)
+}
+
+// sideName names c for the log.
+func (p *pair) sideName(c *netloop.Conn) string {
+	if c == p.client {
+		return "client"
 	}
+	return "backend"
 }
 
 // addrOf is c's remote address, for the log.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,10 +34,11 @@ type config struct {
 // new clients are refused, the pairs in flight finish on their own
 // (side.Draining), and at -drain-timeout the rest are closed.
 type proxy struct {
-	cfg  config
-	g    *netloop.Group
-	ln   *netloop.Listener
-	logf func(format string, args ...any)
+	cfg    config
+	g      *netloop.Group
+	ln     *netloop.Listener
+	dialer netloop.Dialer
+	logf   func(format string, args ...any)
 
 	pairs    atomic.Int64  // pairs accepted and not yet closed
 	stop     chan struct{} // closed by Stop
@@ -59,56 +59,43 @@ func newProxy(cfg config, logf func(string, ...any)) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	px := &proxy{cfg: cfg, g: g, logf: logf, stop: make(chan struct{})}
+	px := &proxy{cfg: cfg, g: g, logf: logf, stop: make(chan struct{}),
+		dialer: netloop.Dialer{Timeout: cfg.connectTimeout, Config: cfg.conn}}
 	if px.ln, err = g.ListenTCP("tcp", cfg.listen, px.accept); err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
 	return px, nil
 }
 
-// checkBackend checks that addr is an IP literal and a port: the proxy
-// dials it on a Loop, where a name lookup would block.
+// checkBackend checks that addr is "host:port". A host name is resolved
+// for each client, off the Loop (netloop.Dialer).
 func checkBackend(addr string) error {
-	if _, err := netip.ParseAddrPort(addr); err != nil {
-		return fmt.Errorf("proxy: -backend %s: want an IP address and a port: %w", addr, err)
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && (host == "" || port == "") {
+		err = errors.New("missing host or port")
+	}
+	if err != nil {
+		return fmt.Errorf("proxy: -backend %s: want host:port: %w", addr, err)
 	}
 	return nil
 }
 
-// accept dials the backend for a new client and puts both on the Loop the
-// Group chose.
+// accept puts a new client on the Loop the Group chose, paused, and dials
+// the backend for it from that Loop.
 func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
-	b, err := socket.DialTCP("tcp", px.cfg.backend)
+	_ = c.SetNoDelay(true)
+	p := newPair(px)
+	px.pairs.Add(1)
+	client, err := netloop.Add(l, c, &p.toBackend, px.cfg.conn)
 	if err != nil {
 		px.logf("proxy: %v", err)
-		_ = c.SetLinger(0)
-		_ = c.Close()
-		return
-	}
-	// Small messages go on at once both ways: the proxy adds no delay of
-	// its own to a request or its answer.
-	_ = c.SetNoDelay(true)
-	_ = b.SetNoDelay(true)
-	p := &pair{px: px, open: 2, cancelConnect: func() bool { return false }}
-	p.toBackend.p, p.toClient.p = p, p
-	px.pairs.Add(1)
-	if p.backend, err = netloop.Add(l, b, &p.toClient, px.cfg.conn); err != nil {
-		px.logf("proxy: %v", err)
-		_ = c.Close()
 		px.pairDone()
 		return
 	}
-	if p.client, err = netloop.Add(l, c, &p.toBackend, px.cfg.conn); err != nil {
-		px.logf("proxy: %v", err)
-		p.open = 1 // the backend's Closed, without a peer, ends the pair
-		p.backend.Abort(err)
-		return
-	}
-	// Neither Conn has had a call yet (this runs on their Loop), so their
-	// handlers see both ends set.
-	p.toBackend.peer, p.toClient.peer = p.backend, p.client
-	if cancel, err := l.AfterFunc(px.cfg.connectTimeout, p.connectDue); err == nil {
-		p.cancelConnect = cancel
+	p.client = client
+	client.PauseRead() // before its first call: nothing is read until the backend answers
+	if err := px.dialer.Dial(context.Background(), l, "tcp", px.cfg.backend, &p.toClient, p.dialed); err != nil {
+		p.dialed(nil, err)
 	}
 }
 
@@ -136,7 +123,7 @@ func (px *proxy) Run() error {
 			defer cancel()
 			err := px.g.Shutdown(ctx)
 			if errors.Is(err, context.DeadlineExceeded) {
-				px.logf("proxy: drain timed out after %v; the pairs left were closed", px.cfg.drainTimeout)
+				px.logf("proxy: drain timed out after %v; the pairs left were reset", px.cfg.drainTimeout)
 				err = nil
 			}
 			shut <- err
