@@ -9,12 +9,8 @@ import (
 	"github.com/unipoll/unipoll/netloop"
 )
 
-// errPeer is what a Conn of a pair is aborted with when the other one
-// failed; it wraps that failure.
-var errPeer = errors.New("proxy: the other side of the pair failed")
-
-// side is the Handler of one Conn of a pair: what it reads goes to peer,
-// through peer's write queue.
+// side is the Handler of one Conn of a pair in copy mode: what it reads
+// goes to peer, through peer's write queue.
 //
 // Invariants, each kept on the Loop:
 //  1. What one Conn reads is queued on the other (Data), and a Conn whose
@@ -68,8 +64,7 @@ func (s *side) ReadClosed(c *netloop.Conn) {
 	}
 }
 
-// Draining keeps the pair going during a drain (Group.Shutdown): it ends
-// when its client and backend are done, or at the drain's deadline.
+// Draining keeps the pair going during a drain, as pair.Draining.
 func (s *side) Draining(c *netloop.Conn) {}
 
 // Closed ends the peer too: with a reset if c ended with an error
@@ -78,9 +73,10 @@ func (s *side) Closed(c *netloop.Conn, err error) {
 	switch {
 	case s.peer == nil: // the dial has not connected
 	case err != nil:
-		reset(s.peer, fmt.Errorf("%w: %w", errPeer, err))
+		// As netloop.Relay tells it: the peer hears why, as a relay's peer.
+		reset(s.peer, fmt.Errorf("%w: %w", netloop.ErrRelayPeer, err))
 	default:
 		s.peer.Close()
 	}
-	s.p.closed(c, err)
+	s.p.Closed(c, err)
 }

@@ -8,14 +8,15 @@
 // accepted it; the backend is dialed from that Loop (netloop.Dialer, with
 // -connect-timeout; a host name is resolved off the Loop), and both
 // connections of the pair live there as netloop.Conns (pair.go). Once the
-// backend answers, their handlers copy what one reads to the other
-// through the Conns' buffers (copy.go). Back pressure holds in both
-// directions (a slow client or backend stops the other side's reading,
-// so a pair costs at most a write queue's worth of memory each way), a
-// half-close is forwarded (the backend still answers a client that has
-// finished sending), and a reset, a failed or timed-out connect or a
-// timeout on one side resets the other, so nobody mistakes a cut stream
-// for a whole one.
+// backend answers, netloop.Relay moves the bytes between them, with
+// splice(2) on Linux so that they never enter user space, or, with -mode
+// copy, their handlers copy them through the Conns' buffers (copy.go).
+// Either way back pressure holds in both directions (a slow client or
+// backend stops the other side's reading, so a pair costs at most a
+// pipe's or a queue's worth of memory each way), a half-close is
+// forwarded (the backend still answers a client that has finished
+// sending), and a reset, a failed or timed-out connect or a timeout on one
+// side resets the other, so nobody mistakes a cut stream for a whole one.
 //
 // On SIGTERM or SIGINT the proxy drains (netloop.Group.Shutdown): the
 // listener closes at once, so new clients are refused; the pairs in
@@ -27,6 +28,7 @@
 //	-listen ADDR           address to listen on (127.0.0.1:9100)
 //	-backend HOST:PORT     the backend (127.0.0.1:9000)
 //	-loops N               Loops (goroutines); 0: one per processor (1)
+//	-mode relay|copy       relay: netloop.Relay (splice); copy: the handlers copy (relay)
 //	-connect-timeout D     reset a client whose backend has not answered in D (5s)
 //	-idle-timeout D        close a pair silent both ways for D; 0: never (5m)
 //	-drain-timeout D       on SIGTERM, wait at most D for pairs to finish (10s)
@@ -54,11 +56,19 @@ func main() {
 	flag.StringVar(&cfg.listen, "listen", "127.0.0.1:9100", "address to listen on")
 	flag.StringVar(&cfg.backend, "backend", "127.0.0.1:9000", "the backend, host:port")
 	flag.IntVar(&cfg.loops, "loops", 1, "number of Loops (goroutines); 0: one per processor")
+	mode := flag.String("mode", "relay", "relay: netloop.Relay (splice on Linux); copy: the handlers copy through the Conns' buffers")
 	flag.DurationVar(&cfg.connectTimeout, "connect-timeout", 5*time.Second, "reset a client whose backend connect has not completed in this time")
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 5*time.Minute, "close a pair silent both ways this long (0: never)")
 	flag.DurationVar(&cfg.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, wait at most this long for pairs to finish")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (stopped by SIGINT or SIGTERM)")
 	flag.Parse()
+	switch *mode {
+	case "relay":
+	case "copy":
+		cfg.copy = true
+	default:
+		log.Fatalf("proxy: -mode %q: want relay or copy", *mode)
+	}
 
 	px, err := newProxy(cfg, log.Printf)
 	if err != nil {
@@ -81,7 +91,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	log.Printf("proxy: listening on %s, backend %s, %d loop(s)", px.Addr(), cfg.backend, len(px.g.Loops()))
+	log.Printf("proxy: listening on %s, backend %s, %d loop(s), mode %s", px.Addr(), cfg.backend, len(px.g.Loops()), *mode)
 	if err := px.Run(); err != nil {
 		log.Print(err)
 		pprof.StopCPUProfile()

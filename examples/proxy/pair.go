@@ -15,8 +15,14 @@ import (
 // A pair is one client and the backend connection dialed for it, both
 // Conns on the client's Loop. The client is added paused: what it sends
 // waits in its socket until the dial ends. A dial that fails or times out
-// resets the client; one that connects starts the relay: each Conn's
-// handler writes what it reads to the other Conn (copy.go).
+// resets the client; one that connects starts the relay, in one of two
+// ways (-mode):
+//
+//   - relay (the default): netloop.Relay moves the bytes, with splice(2)
+//     on Linux, and keeps back pressure, half-closes and resets itself;
+//     the pair is the Handler of both Conns and only counts them out.
+//   - copy: each Conn's handler writes what it reads to the other Conn
+//     (copy.go): the ordinary way, through the Conns' buffers.
 //
 // The pair's state is touched only by its Conns' handlers and the dial's
 // done, all on the one Loop (one worker): no lock.
@@ -25,9 +31,10 @@ type pair struct {
 	client, backend *netloop.Conn
 	dialing         bool // the backend's dial has not ended
 	open            int  // the pair's Conns not yet closed
-	ends            int  // Conns whose input has ended (copy.go)
 
-	toBackend, toClient side // the Handlers of the client and the backend
+	// copy mode (copy.go)
+	ends                int // Conns whose input has ended
+	toBackend, toClient side
 }
 
 // newPair makes the pair of a client about to be added.
@@ -37,12 +44,27 @@ func newPair(px *proxy) *pair {
 	return p
 }
 
+// clientHandler and backendHandler are the Handlers of the pair's Conns.
+func (p *pair) clientHandler() netloop.Handler {
+	if p.px.cfg.copy {
+		return &p.toBackend
+	}
+	return p
+}
+
+func (p *pair) backendHandler() netloop.Handler {
+	if p.px.cfg.copy {
+		return &p.toClient
+	}
+	return p
+}
+
 // dialed is the backend dial's end, on the Loop.
 func (p *pair) dialed(b *netloop.Conn, err error) {
 	p.dialing = false
 	if err != nil {
 		p.px.logf("proxy: backend %s for %s: %v", p.px.cfg.backend, addrOf(p.client), err)
-		reset(p.client, fmt.Errorf("%w: %w", errPeer, err)) // logged once, here
+		reset(p.client, fmt.Errorf("%w: %w", netloop.ErrRelayPeer, err)) // logged once, here
 		p.ended()
 		return
 	}
@@ -57,13 +79,32 @@ func (p *pair) dialed(b *netloop.Conn, err error) {
 	}
 	p.toBackend.peer, p.toClient.peer = b, p.client
 	p.client.ResumeRead()
+	if p.px.cfg.copy {
+		return
+	}
+	if err := netloop.Relay(p.client, b); err != nil {
+		p.px.logf("proxy: relay for %s: %v", addrOf(p.client), err)
+		p.client.Abort(err)
+		b.Abort(err)
+	}
 }
 
-// closed counts c out. An error on one Conn reaches the other as
-// errPeer (side.Closed), and is logged once, from the side
-// that failed, unless it is a peer going away.
-func (p *pair) closed(c *netloop.Conn, err error) {
-	if err != nil && !errors.Is(err, errPeer) && !errors.Is(err, unix.ECONNRESET) &&
+// Data is never called with input to consume in relay mode: the client
+// is paused until the Relay takes both Conns over, and the backend is
+// relayed from its first call. Anything handed here is left for the
+// Relay, which sends a Conn's unconsumed input first.
+func (p *pair) Data(c *netloop.Conn, in []byte) int { return 0 }
+
+// Draining keeps the pair going during a drain (Group.Shutdown): it ends
+// when its client and backend are done, or at the drain's deadline.
+func (p *pair) Draining(c *netloop.Conn) {}
+
+// Closed counts c out. The Relay closes both Conns together (in copy
+// mode, side.Closed does); an error on one reaches the other as
+// netloop.ErrRelayPeer, and is logged once, from the side that failed,
+// unless it is a peer going away.
+func (p *pair) Closed(c *netloop.Conn, err error) {
+	if err != nil && !errors.Is(err, netloop.ErrRelayPeer) && !errors.Is(err, unix.ECONNRESET) &&
 		!errors.Is(err, unix.EPIPE) && !errors.Is(err, netloop.ErrClosed) {
 		p.px.logf("proxy: %s of %s: %v", p.sideName(c), addrOf(p.client), err)
 	}

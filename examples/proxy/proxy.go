@@ -24,6 +24,7 @@ type config struct {
 	connectTimeout time.Duration
 	idleTimeout    time.Duration // 0: never
 	drainTimeout   time.Duration
+	copy           bool // -mode copy: the handlers copy (copy.go); else netloop.Relay
 	conn           netloop.Config
 }
 
@@ -32,7 +33,8 @@ type config struct {
 //
 // A drain (Stop) is the Group's Shutdown: the listener closes at once, so
 // new clients are refused, the pairs in flight finish on their own
-// (side.Draining), and at -drain-timeout the rest are closed.
+// (pair.Draining, side.Draining), and at -drain-timeout the rest are
+// closed.
 type proxy struct {
 	cfg    config
 	g      *netloop.Group
@@ -86,7 +88,7 @@ func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	_ = c.SetNoDelay(true)
 	p := newPair(px)
 	px.pairs.Add(1)
-	client, err := netloop.Add(l, c, &p.toBackend, px.cfg.conn)
+	client, err := netloop.Add(l, c, p.clientHandler(), px.cfg.conn)
 	if err != nil {
 		px.logf("proxy: %v", err)
 		px.pairDone()
@@ -94,7 +96,7 @@ func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	}
 	p.client = client
 	client.PauseRead() // before its first call: nothing is read until the backend answers
-	if err := px.dialer.Dial(context.Background(), l, "tcp", px.cfg.backend, &p.toClient, p.dialed); err != nil {
+	if err := px.dialer.Dial(context.Background(), l, "tcp", px.cfg.backend, p.backendHandler(), p.dialed); err != nil {
 		p.dialed(nil, err)
 	}
 }

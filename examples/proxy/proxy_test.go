@@ -41,39 +41,45 @@ func runProxy(t *testing.T, px *proxy) (stop func() error) {
 	return stop
 }
 
-// The proxy in this process, on two Loops, in front of examples/echo:
-// clients of several sizes get their bytes back intact, a drain returns
-// nil, and (TestMain) no goroutine is left behind.
+// The proxy in this process, on two Loops, in front of examples/echo, in
+// each -mode: clients of several sizes get their bytes back intact, a
+// drain returns nil, and (TestMain) no goroutine is left behind.
 func TestInProcess(t *testing.T) {
 	echo := startProc(t, echoBin, "-addr", "127.0.0.1:0")
-	px, err := newProxy(testConfig(echo.addr), t.Logf)
-	require.NoError(t, err)
-	stop := runProxy(t, px)
-	sizes := []int{1, 100, 64 << 10, 1 << 20, 3<<20 + 7}
-	var wg sync.WaitGroup
-	errs := make(chan error, 4*len(sizes))
-	for i := range 4 * len(sizes) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", px.Addr().String())
-			if err == nil {
-				err = exchange(c, uint64(i), sizes[i%len(sizes)])
-				_ = c.Close()
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			cfg := testConfig(echo.addr)
+			cfg.copy = mode == "copy"
+			px, err := newProxy(cfg, t.Logf)
+			require.NoError(t, err)
+			stop := runProxy(t, px)
+			sizes := []int{1, 100, 64 << 10, 1 << 20, 3<<20 + 7}
+			var wg sync.WaitGroup
+			errs := make(chan error, 4*len(sizes))
+			for i := range 4 * len(sizes) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", px.Addr().String())
+					if err == nil {
+						err = exchange(c, uint64(i), sizes[i%len(sizes)])
+						_ = c.Close()
+					}
+					if err != nil {
+						errs <- fmt.Errorf("client %d: %w", i, err)
+					}
+				}()
 			}
-			if err != nil {
-				errs <- fmt.Errorf("client %d: %w", i, err)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
 			}
-		}()
+			require.NoError(t, stop())
+			require.Zero(t, px.pairs.Load(), "pairs left after the drain")
+			px.Stop() // harmless after Run has returned
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	require.NoError(t, stop())
-	require.Zero(t, px.pairs.Load(), "pairs left after the drain")
-	px.Stop() // harmless after Run has returned
 }
 
 // A client whose backend refuses is reset, in the process too, and the

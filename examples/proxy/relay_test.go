@@ -60,40 +60,47 @@ func exchange(c net.Conn, seed uint64, size int) error {
 	return nil
 }
 
+// modes are the proxy's ways of moving the bytes (-mode).
+var modes = []string{"relay", "copy"}
+
 // 200 concurrent clients send 1 MiB each through the proxy to
 // examples/echo and get it back intact, then half-close; afterwards the
 // proxy holds no more descriptors than before, and SIGTERM ends it with
-// status 0.
+// status 0. In each -mode.
 func TestRelayConcurrentClients(t *testing.T) {
-	px := startPair(t)
-	before := px.fds(t)
-	const clients, size = 200, 1 << 20
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", px.addr)
-			if err == nil {
-				err = exchange(c, uint64(i), size)
-				_ = c.Close()
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			px := startPair(t, "-mode", mode)
+			before := px.fds(t)
+			const clients, size = 200, 1 << 20
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for i := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", px.addr)
+					if err == nil {
+						err = exchange(c, uint64(i), size)
+						_ = c.Close()
+					}
+					if err != nil {
+						errs <- fmt.Errorf("client %d: %w", i, err)
+					}
+				}()
 			}
-			if err != nil {
-				errs <- fmt.Errorf("client %d: %w", i, err)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
 			}
-		}()
+			testsupport.WaitForWithin(t, procWait, "the proxy to close every pair's descriptors", func() bool {
+				return px.fds(t) <= before
+			})
+			px.signal(t, syscall.SIGTERM)
+			px.wait(t, procWait)
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	testsupport.WaitForWithin(t, procWait, "the proxy to close every pair's descriptors", func() bool {
-		return px.fds(t) <= before
-	})
-	px.signal(t, syscall.SIGTERM)
-	px.wait(t, procWait)
 }
 
 // resetOrEOF reads from c until it ends, and returns how: io.EOF for a
