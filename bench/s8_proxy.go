@@ -2,8 +2,8 @@
 
 package main
 
-// Scenario 8, a TCP proxy over loopback: examples/proxy against a Go net
-// proxy (server_netproxy.go: two goroutines with io.Copy per pair, which
+// Scenario 8, a TCP proxy over loopback: examples/proxy (netloop.Relay,
+// and -mode copy beside it) against a Go net proxy (server_netproxy.go: two goroutines with io.Copy per pair, which
 // splices) and against no proxy at all (the load straight at the backend),
 // with the C floor's echo (or examples/echo, where there is no C compiler)
 // as the backend. The load is the echo scenario's (echo_load.go): a closed
@@ -47,6 +47,7 @@ type proxyContender struct {
 // The contenders' names, in the table's order.
 const (
 	pxUnipoll = "unipoll-proxy"
+	pxCopy    = "unipoll-proxy-copy"
 	pxGoNet   = "go-net-proxy"
 	pxDirect  = "direct"
 )
@@ -107,7 +108,7 @@ func runProxy(r *Runner) (*Section, error) {
 	}
 	mem := map[string]*Sample{}
 	for pass := range passes {
-		for _, c := range contenders[:2] {
+		for _, c := range contenders[:len(contenders)-1] {
 			kib, err := r.idlePairMemory(c, backend, pairs)
 			if err != nil {
 				return nil, fmt.Errorf("%s, memory per idle pair: %w", c.name, err)
@@ -120,7 +121,7 @@ func runProxy(r *Runner) (*Section, error) {
 		}
 	}
 
-	names := []string{pxUnipoll, pxGoNet, pxDirect}
+	names := []string{pxUnipoll, pxCopy, pxGoNet, pxDirect}
 	get := func(cfg echoConfig, n string) *proxyStats {
 		if s := stats[proxyKey{cfg, n}]; s != nil {
 			return s
@@ -153,7 +154,7 @@ func runProxy(r *Runner) (*Section, error) {
 	}
 	memRow := Row{What: fmt.Sprintf("proxy, memory per idle pair (%d pairs)", pairs), Unit: "KiB",
 		Unipoll: *mem[pxUnipoll], RatioTo: pxGoNet, Target: Target{Max: 0.25},
-		Baselines: []Named{{pxGoNet, *mem[pxGoNet]}}}
+		Baselines: []Named{{pxCopy, *mem[pxCopy]}, {pxGoNet, *mem[pxGoNet]}}}
 	sec.Rows = append(sec.Rows, memRow)
 
 	table := func(title, unit string, pick func(*proxyStats) Sample) string {
@@ -186,15 +187,19 @@ func runProxy(r *Runner) (*Section, error) {
 }
 
 // proxyContenders builds examples/proxy and returns the contenders, the
-// two proxies first, in front of backend.
+// proxies first (examples/proxy in both modes, then Go's), in front of
+// backend; the last is no proxy.
 func (r *Runner) proxyContenders(backend func(cpu, port int) *exec.Cmd, backendName string) ([]proxyContender, error) {
 	bin := filepath.Join(r.buildDir, "unipoll-proxy")
 	if err := build(r.o.lib, "go", "build", "-o", bin, "./examples/proxy"); err != nil {
 		return nil, err
 	}
 	return []proxyContender{
-		{pxUnipoll, "examples/proxy of the library under test, one Loop, a pair of Conns per client", func(cpu, port int, b string) *exec.Cmd {
+		{pxUnipoll, "examples/proxy of the library under test, one Loop, a pair of Conns per client, netloop.Relay (splice)", func(cpu, port int, b string) *exec.Cmd {
 			return pinned(cpu, bin, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-backend", b, "-idle-timeout", "0")
+		}},
+		{pxCopy, "examples/proxy -mode copy: the same, the handlers copying through the Conns' buffers", func(cpu, port int, b string) *exec.Cmd {
+			return pinned(cpu, bin, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-backend", b, "-idle-timeout", "0", "-mode", "copy")
 		}},
 		{pxGoNet, "Go net, two goroutines with io.Copy per pair (splice)", func(cpu, port int, b string) *exec.Cmd {
 			return pinned(cpu, r.self, "-role", "server", "--", "-server", pxGoNet, "-addr", fmt.Sprintf("127.0.0.1:%d", port), "-backend", b)
