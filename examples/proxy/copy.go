@@ -21,9 +21,9 @@ import (
 //     (ReadClosed -> CloseWrite), so a client's half-close reaches the
 //     backend and the backend's answer still comes back. When both inputs
 //     have ended, both Conns close once their queues are written.
-//  3. A Conn that ends with an error (a reset, an idle timeout) resets
-//     the other (reset): its peer sees an error, never a clean end of a
-//     truncated stream.
+//  3. A Conn that ends with an error (a reset, an idle timeout) aborts
+//     the other, which netloop closes with a reset (SO_LINGER 0): its
+//     peer sees an error, never a clean end of a truncated stream.
 type side struct {
 	p    *pair
 	peer *netloop.Conn // nil until the dial connects
@@ -74,7 +74,7 @@ func (s *side) Closed(c *netloop.Conn, err error) {
 	case s.peer == nil: // the dial has not connected
 	case err != nil:
 		// As netloop.Relay tells it: the peer hears why, as a relay's peer.
-		reset(s.peer, fmt.Errorf("%w: %w", netloop.ErrRelayPeer, err))
+		s.peer.Abort(fmt.Errorf("%w: %w", netloop.ErrRelayPeer, err))
 	default:
 		s.peer.Close()
 	}

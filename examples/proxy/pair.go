@@ -64,7 +64,9 @@ func (p *pair) dialed(b *netloop.Conn, err error) {
 	p.dialing = false
 	if err != nil {
 		p.px.logf("proxy: backend %s for %s: %v", p.px.cfg.backend, addrOf(p.client), err)
-		reset(p.client, fmt.Errorf("%w: %w", netloop.ErrRelayPeer, err)) // logged once, here
+		// Abort resets (SO_LINGER 0): the client does not take the
+		// backend's failure for an empty answer. Logged once, here.
+		p.client.Abort(fmt.Errorf("%w: %w", netloop.ErrRelayPeer, err))
 		p.ended()
 		return
 	}
@@ -110,19 +112,6 @@ func (p *pair) Closed(c *netloop.Conn, err error) {
 	}
 	p.open--
 	p.ended()
-}
-
-// reset aborts c with err and makes its peer see a reset (SO_LINGER 0),
-// not a clean end of stream: a client whose backend failed must not take
-// it for an empty answer, nor a truncated stream for a whole one.
-func reset(c *netloop.Conn, err error) {
-	if c.Closed() {
-		return
-	}
-	if tc, ok := c.Stream().(*socket.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	c.Abort(err)
 }
 
 // ended counts the pair out once nothing of it is left.
