@@ -107,7 +107,7 @@ func fillDescriptors(t *testing.T) []int {
 		}
 	}
 	lowered := old
-	lowered.Cur = uint64(highest) + 64
+	setLimit(&lowered.Cur, highest+64)
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lowered))
 	var fds []int
 	t.Cleanup(func() {

@@ -30,8 +30,9 @@ func TestGroupLogsAcceptPause(t *testing.T) {
 	runGroup(t, g)
 	// The client's socket is made while there is room; connecting needs
 	// no new descriptor.
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	require.NoError(t, err)
+	unix.CloseOnExec(fd) // SOCK_CLOEXEC is not in every system's socket(2)
 	client := os.NewFile(uintptr(fd), "client")
 	defer client.Close()
 
@@ -74,7 +75,7 @@ func exhaustDescriptors(t *testing.T) (restore func()) {
 	var saved unix.Rlimit
 	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &saved))
 	lim := saved
-	lim.Cur = uint64(len(ents) + 64)
+	setLimit(&lim.Cur, len(ents)+64)
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
 	var fillers []int
 	done := false

@@ -51,3 +51,7 @@ func quiesce(t *testing.T, l *eventloop.Loop) {
 
 // pipe is testsupport.Pipe: the caller closes the descriptors.
 func pipe(t testing.TB) (r, w int) { return testsupport.Pipe(t) }
+
+// setLimit sets an rlimit field, whose type is uint64 on Linux and darwin
+// and int64 on FreeBSD.
+func setLimit[T ~int64 | ~uint64](field *T, n int) { *field = T(n) }
