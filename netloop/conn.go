@@ -78,7 +78,8 @@ type Conn struct {
 	paused     bool // PauseRead
 	pressured  bool // output above HighWater: not reading
 	redeliver  bool // hand the unconsumed input to Data again before reading
-	undrained  bool // a read pass stopped (back pressure, PauseRead) before the socket was drained
+	undrained  bool // the socket may hold input not yet read: an edge came (or the Conn is new), and no read since found it drained
+	hup        bool // the Poll reported Hup or Error: the end lasts, so a read pass reads on to it
 	failed     bool // an error or Abort: close now, dropping the queue
 	reset      bool // close with a reset (SO_LINGER 0): output or input was discarded, or Abort
 	closed     bool // removed: its Stream is closed
@@ -123,7 +124,7 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 		_ = s.Close()
 		return nil, err
 	}
-	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading, opened: opened}
+	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading, opened: opened, undrained: true}
 	c.ls.conns.Add(1)
 	// The token, the clocks and the limits are the Conn's before its first
 	// call, which may come on another worker before Add returns.

@@ -24,7 +24,7 @@ type source Conn
 func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	c := (*Conn)(cs)
 	if r := c.rl.active(); r != nil {
-		return c.relayReady(r)
+		return c.relayReady(r, ev.Ready)
 	}
 	c.inCall = true
 	c.triggered = false
@@ -36,9 +36,13 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	if c.Queued() > 0 {
 		c.flush()
 	}
+	if ev.Ready&connReading != 0 {
+		c.undrained = true
+		c.hup = c.hup || ev.Ready&(poll.Hup|poll.Error) != 0
+	}
 	act := eventloop.Keep
-	if c.reading() {
-		act = c.readPass(ev.Ready)
+	if c.reading() && (c.undrained || c.redeliver) {
+		act = c.readPass()
 	}
 	c.flush()
 	// Deadlines last: input that waited in the socket while the Loop was
@@ -73,23 +77,32 @@ func (c *Conn) runAsync() {
 // readPass reads until a read comes back short (the socket is drained),
 // would block, ends, fails, or ReadsPerCall reads came back full.
 //
-// A short read means drained only if the event did not also report a
-// hang-up or an error: those last, and under Edge they were reported with
-// this event and will not be again, so the pass goes on to the read that
-// returns the end of input (or the error).
-func (c *Conn) readPass(r poll.Ready) eventloop.Action {
-	lasting := r&(poll.Hup|poll.Error) != 0
+// A short read means drained only if no event has reported a hang-up or
+// an error: those last, and under Edge they were reported once and will
+// not be again, so the pass goes on to the read that returns the end of
+// input (or the error).
+//
+// The socket is read only while it may hold input (undrained): since an
+// edge (Readable, Hup, Error) came, or the Conn was added, no read has
+// found it drained. A call that only a Trigger brought (output queued
+// from elsewhere, Async, a deadline, the peer of a copy) thus costs no
+// read that would only say EAGAIN. An edge that comes while the Conn does
+// not read (back pressure, PauseRead) is remembered the same way, so
+// resuming reads what it announced: under Edge it comes only once.
+func (c *Conn) readPass() eventloop.Action {
+	lasting := c.hup
 	var scratch []byte // the Loop's worker's read buffer, fetched at first use
-	c.undrained = false
 	if c.redeliver {
 		c.redeliver = false
 		c.deliverOwn()
 	}
+	if !c.undrained {
+		return eventloop.Keep
+	}
 	for range c.cfg.ReadsPerCall {
 		if !c.reading() {
-			// Stopped with the socket maybe still holding input, which
-			// under Edge brings no new event: resuming must read.
-			c.undrained = true
+			// Stopped with the socket maybe still holding input:
+			// undrained stays set, and resuming reads.
 			return eventloop.Keep
 		}
 		var buf []byte
@@ -123,12 +136,15 @@ func (c *Conn) readPass(r poll.Ready) eventloop.Action {
 		}
 		switch {
 		case err == nil && n < len(buf) && !lasting:
-			return eventloop.Keep // a short read: the socket is drained
+			c.undrained = false // a short read: the socket is drained
+			return eventloop.Keep
 		case err == nil:
 			continue // full: there may be more
 		case isWouldBlock(err):
+			c.undrained = false
 			return eventloop.Keep
 		case err == io.EOF:
+			c.undrained = false
 			c.readEOF()
 			return eventloop.Keep
 		default:

@@ -232,6 +232,7 @@ type connRelay struct {
 	eof     bool // its input ended
 	blocked bool // its socket took less than was there: Writable wanted
 	shut    bool // its sending side is shut down
+	unread  bool // its socket may hold input not yet read (as Conn.undrained): the source runs only then
 }
 
 // claim makes r the Conn's relay.

@@ -12,20 +12,29 @@ import (
 // functions Async queued, then the Conn as a sink (what waits for its
 // socket goes first, and frees room for its peer), then as a source, then
 // its deadlines and the registration it needs now.
-func (c *Conn) relayReady(r *relay) eventloop.Action {
+//
+// The source reads only while its socket may hold input (rl.unread): since
+// an edge came, or the relay started, no splice or read has found it
+// empty. A call that only the peer's poke brought (bytes to write) then
+// costs no read that would only say EAGAIN.
+func (c *Conn) relayReady(r *relay, ev poll.Ready) eventloop.Action {
 	c.inCall = true
 	c.triggered = false
 	c.runAsync()
 	out, in, peer := r.dirs(c)
 	if !c.rl.started {
 		c.rl.started = true
+		c.rl.unread = true // it stopped reading when Relay claimed it
 		c.relayStart(out, peer)
+	}
+	if ev&connReading != 0 {
+		c.rl.unread = true
 	}
 	act := eventloop.Keep
 	if c.relaying(r) {
 		act = c.relaySink(in, peer)
 	}
-	if c.relaying(r) && c.relaySource(out, peer) == eventloop.Again {
+	if c.relaying(r) && c.rl.unread && c.relaySource(out, peer) == eventloop.Again {
 		act = eventloop.Again
 	}
 	c.checkDeadlines()
@@ -91,12 +100,19 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 		case isWouldBlock(err):
 			// A splice that would block may also mean a full pipe, whose
 			// slots can fill before its bytes reach the bound: stall as
-			// at the bound, so that the sink's drain calls us again.
-			if t.fullBlocks() && held+n > 0 && d.stall(held+n) {
-				continue
+			// at the bound, so that the sink's drain calls us again, and
+			// read again then (unread stays set). Only an empty pipe, or
+			// the ring, says for sure that the socket is empty.
+			if t.fullBlocks() && held+n > 0 {
+				if d.stall(held + n) {
+					continue
+				}
+				return eventloop.Keep
 			}
+			c.rl.unread = false
 			return eventloop.Keep
 		case err == io.EOF:
+			c.rl.unread = false
 			c.rl.eof = true
 			d.srcEnded.Store(true)
 			poke(peer)
