@@ -54,10 +54,10 @@ func TestConnReadsInputThatCameWhilePaused(t *testing.T) {
 		paused := make(chan struct{})
 		require.NoError(t, c.Async(func(c *Conn) { c.PauseRead(); close(paused) }))
 		<-paused
-		quiesce(t, l)
+		settle(t, l, workers)
 		_, err = peer.Write([]byte("while paused"))
 		require.NoError(t, err)
-		quiesce(t, l)
+		settle(t, l, workers)
 		require.Equal(t, before, reads(), "a paused Conn read (workers %d)", workers)
 		require.NoError(t, c.Async(func(c *Conn) { c.ResumeRead() }))
 		require.NoError(t, peer.SetReadDeadline(time.Now().Add(waitLimit)))
@@ -79,4 +79,25 @@ type countingStream struct {
 func (s *countingStream) Read(b []byte) (int, error) {
 	s.reads.Add(1)
 	return s.TCPConn.Read(b)
+}
+
+// settle gives an event that should not come the time to come: quiesce
+// on a Loop with one worker. With several, a follower may run posted
+// functions while the leader stays in its Poll, so the Poll's iterations
+// need not advance; a few calls of the Loop stand in for them there.
+func settle(t *testing.T, l *eventloop.Loop, workers int) {
+	t.Helper()
+	if workers == 1 {
+		quiesce(t, l)
+		return
+	}
+	for range 3 {
+		done := make(chan struct{})
+		require.NoError(t, l.Post(func(*eventloop.Loop) { close(done) }))
+		select {
+		case <-done:
+		case <-time.After(waitLimit):
+			t.Fatal("a posted function did not run")
+		}
+	}
 }
