@@ -22,7 +22,9 @@ var errZeroConn = fmt.Errorf("%w: nil or zero netloop.Conn (make one with netloo
 //
 // A read pass ends at the first short read: a read that returns less than
 // it asked for has drained the socket, so a message costs one read, not a
-// second one that would only say EAGAIN.
+// second one that would only say EAGAIN. And a call that no edge brought
+// (output queued from elsewhere, Async, a deadline) reads only if an
+// earlier pass stopped before the socket was drained.
 //
 // A Conn belongs to its Loop: call its methods from its handler, or, on a
 // Loop with one worker, from any handler or posted function of that Loop.
