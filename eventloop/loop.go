@@ -112,6 +112,18 @@ func (l *Loop) Sources() int {
 	return l.tab.count() - ownSources
 }
 
+// Workers is the number of goroutines that serve the Loop during Run
+// (Config.Workers, 1 by default). With one, every call of every source of
+// the Loop is made by that goroutine, one after another, so a handler may
+// act on another source's state without a lock; netloop's Relay relies on
+// it to write a Conn's input to its peer's socket in one call.
+func (l *Loop) Workers() int {
+	if l == nil {
+		return 0
+	}
+	return l.cfg.Workers
+}
+
 // Shutdown makes Run return once the handlers in progress have returned.
 // It is safe from any goroutine, also from a handler, any number of
 // times, before, during or after Run. A Loop that has been shut down stays

@@ -245,3 +245,16 @@ func TestWorkersEventWhileRunning(t *testing.T) {
 	}
 	rec.check(t)
 }
+
+// Workers says how many goroutines serve the Loop: Config.Workers, one by
+// default, none for a nil Loop.
+func TestWorkersReported(t *testing.T) {
+	for _, n := range []int{0, 1, 3} {
+		l, err := New(Config{Workers: n})
+		require.NoError(t, err)
+		require.Equal(t, max(n, 1), l.Workers())
+		require.NoError(t, l.Close())
+	}
+	var l *Loop
+	require.Zero(t, l.Workers())
+}

@@ -46,7 +46,13 @@ func runtimeGosched() { runtime.Gosched() }
 func quiesce(t *testing.T, l *eventloop.Loop) {
 	t.Helper()
 	testsupport.Quiesce(t, waitLimit, func() uint64 { return l.Stats().Iterations },
-		func() { _ = l.Post(func(*eventloop.Loop) {}) })
+		func() {
+			_ = l.Post(func(*eventloop.Loop) {})
+			// And the poller itself: with several workers, an idle one may
+			// run the posted function while the poller stays in its Poll,
+			// whose calls are what is counted.
+			l.WakePollers(1)
+		})
 }
 
 // pipe is testsupport.Pipe: the caller closes the descriptors.
