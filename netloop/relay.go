@@ -80,6 +80,7 @@ func Relay(a, b *Conn) error {
 		}
 		return err
 	}
+	r.inline = a.l == b.l && a.l.Workers() == 1
 	r.armed.Store(true)
 	// Each Conn's calls act on the relay from now on; a Conn that is
 	// being removed fails the relay in its removal (relayRemoved).
@@ -116,10 +117,13 @@ var relayGone = new(relay)
 //     and the sink, which looks at srcEnded first, writes it before the
 //     transport.
 //  6. The pipes are closed by the removal of the second Conn (refs).
+//  7. In an inline relay (relay_inline.go), a source's call may also act
+//     as its peer's sink: its calls and the peer's never overlap.
 type relay struct {
 	a, b   *Conn
 	ab, ba relayDir
 
+	inline bool         // set before armed: one Loop, one worker (relay_inline.go)
 	armed  atomic.Bool  // both Conns claimed: their calls relay
 	failed atomic.Bool  // ended by an error or a Close: both close
 	refs   atomic.Int32 // Conns not yet removed
@@ -143,6 +147,8 @@ type relayDir struct {
 
 	mu   sync.Mutex
 	head []byte // guarded by mu (invariant 5)
+
+	inl inlineDir // the source's, in an inline relay (invariant 7)
 }
 
 // transport moves a direction's bytes: a pipe spliced from socket to

@@ -29,13 +29,22 @@ func (c *Conn) relayReady(r *relay, ev poll.Ready) eventloop.Action {
 	}
 	if ev&connReading != 0 {
 		c.rl.unread = true
+		c.hup = c.hup || ev&(poll.Hup|poll.Error) != 0
 	}
 	act := eventloop.Keep
 	if c.relaying(r) {
 		act = c.relaySink(in, peer)
 	}
-	if c.relaying(r) && c.rl.unread && c.relaySource(out, peer) == eventloop.Again {
-		act = eventloop.Again
+	if c.relaying(r) && c.rl.unread {
+		var a eventloop.Action
+		if r.inline {
+			a = c.relaySourceInline(r, out, peer)
+		} else {
+			a = c.relaySource(out, peer)
+		}
+		if a == eventloop.Again {
+			act = eventloop.Again
+		}
 	}
 	c.checkDeadlines()
 	c.inCall = false
@@ -182,6 +191,9 @@ func (c *Conn) relaySink(d *relayDir, peer *Conn) eventloop.Action {
 		at := d.drained.Load()
 		n := int(d.filled.Load() - at)
 		if n == 0 {
+			if d.stalled.Swap(false) {
+				poke(peer) // the source stopped at a head this call wrote
+			}
 			if ended && !c.rl.shut {
 				c.rl.shut = true
 				if err := c.s.CloseWrite(); err != nil {

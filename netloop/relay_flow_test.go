@@ -81,7 +81,7 @@ func TestRelaySlowReader(t *testing.T) {
 			const limit = 4 << 20
 			require.Less(t, written.Load(), int64(limit), "the front wrote on while the back did not read")
 			const bound = relayMaxBound // the transport may have grown meanwhile
-			require.LessOrEqual(t, rel.ab.held(), bound)
+			require.LessOrEqual(t, rel.ab.waiting(), bound)
 			// The slow reader: small reads, the bound checked at each.
 			var got bytes.Buffer
 			buf := make([]byte, 4<<10)
@@ -89,7 +89,7 @@ func TestRelaySlowReader(t *testing.T) {
 				n, err := r.back.Read(buf)
 				require.NoError(t, err)
 				got.Write(buf[:n])
-				require.LessOrEqual(t, rel.ab.held(), bound)
+				require.LessOrEqual(t, rel.ab.waiting(), bound)
 				require.Less(t, written.Load()-int64(got.Len()), int64(limit))
 			}
 			require.NoError(t, <-sent)

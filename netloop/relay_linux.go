@@ -30,6 +30,11 @@ func newTransport(src, sink Stream) transport {
 	return p
 }
 
+// spliceable reports that newTransport would splice between src and sink.
+func spliceable(src, sink Stream) bool {
+	return !relayForceCopy && streamFd(src) >= 0 && streamFd(sink) >= 0
+}
+
 // streamFd is s's descriptor, or -1.
 func streamFd(s Stream) int {
 	if f, ok := s.(interface{ Fd() int }); ok {
@@ -107,16 +112,28 @@ func (t *pipeTransport) drain(c *Conn, _ int64, n int) (int, error) {
 func drained(c *Conn, fd int, r poll.Ready) { _ = poll.Fd(fd).Drained(c.l.Poll(), r) }
 
 // splice moves up to n bytes from in to out, again after EINTR.
+//
+// It is a raw system call, as the socket package's reads and writes are
+// (socket/rawio_linux.go says why at length): the runtime is not told, so
+// the Loop's goroutine keeps its P through the call, and sysmon neither
+// takes the P from a splice that outlasts its 20µs check nor wakes
+// another thread to run it; pinned to one core, each of those was a
+// context switch on the relay's core. It cannot wait: both sockets and
+// the pipe are non-blocking, and SPLICE_F_NONBLOCK says so again for the
+// pipe. A call moves page references, at most a pipe's bound
+// (relayPipeMax), which is the time the goroutine cannot be preempted.
 func splice(in, out, n int) (int, error) {
 	for {
-		k, err := unix.Splice(in, nil, out, nil, n, spliceFlags)
-		if err == unix.EINTR {
+		k, _, errno := unix.RawSyscall6(unix.SYS_SPLICE, uintptr(in), 0, uintptr(out), 0, uintptr(n), spliceFlags)
+		switch errno {
+		case 0:
+			return int(k), nil
+		case unix.EINTR:
 			continue
+		case unix.EAGAIN:
+			return 0, unix.EAGAIN // the value, without the interface's allocation
 		}
-		if err != nil {
-			return 0, err
-		}
-		return int(k), nil
+		return 0, errno
 	}
 }
 

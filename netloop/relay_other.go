@@ -13,3 +13,6 @@ var relayForceCopy = false
 
 // newTransport is the copy: splice(2) is Linux's.
 func newTransport(src, sink Stream) transport { return newRing() }
+
+// spliceable: never without splice(2).
+func spliceable(src, sink Stream) bool { return false }
