@@ -146,6 +146,45 @@ func inetAddr(sa unix.Sockaddr) (ip net.IP, port int, zone string, ok bool) {
 	return nil, 0, "", false
 }
 
+// addrPort converts sa to a netip.AddrPort, which holds an address
+// without a heap allocation; it is not valid if sa is not an inet address.
+func addrPort(sa unix.Sockaddr) netip.AddrPort {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(withZone(netip.AddrFrom16(sa.Addr), sa.ZoneId), uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// withZone gives a the zone of interface index (none for 0).
+func withZone(a netip.Addr, index uint32) netip.Addr {
+	if z := zoneName(index); z != "" {
+		return a.WithZone(z)
+	}
+	return a
+}
+
+// tcpAddrOf converts ap to the *net.TCPAddr that tcpAddr makes of the same
+// address (an IPv4 address in net.IPv4's 16-byte form), or nil if ap is
+// not valid.
+func tcpAddrOf(ap netip.AddrPort) *net.TCPAddr {
+	if !ap.IsValid() {
+		return nil
+	}
+	a := ap.Addr()
+	var ip net.IP
+	if a.Is4() {
+		v := a.As4()
+		ip = net.IPv4(v[0], v[1], v[2], v[3])
+	} else {
+		v := a.As16()
+		ip = append(make(net.IP, 0, net.IPv6len), v[:]...)
+	}
+	return &net.TCPAddr{IP: ip, Port: int(ap.Port()), Zone: a.Zone()}
+}
+
 // tcpAddr converts sa to a *net.TCPAddr, or nil if it is not an inet
 // address (an unconnected socket's peer, for instance).
 func tcpAddr(sa unix.Sockaddr) *net.TCPAddr {

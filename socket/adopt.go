@@ -4,7 +4,7 @@ package socket
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -30,11 +30,11 @@ func AdoptTCPConn(fd int) (*TCPConn, error) {
 	if err != nil {
 		return nil, opError("adopt tcp conn", "", err)
 	}
-	var remote *net.TCPAddr
+	var remote netip.AddrPort
 	if rsa, err := unix.Getpeername(fd); err == nil {
-		remote = tcpAddr(rsa)
+		remote = addrPort(rsa)
 	}
-	return &TCPConn{s: newSock(fd), local: tcpAddr(lsa), remote: remote}, nil
+	return &TCPConn{s: newSock(fd), local: addrPort(lsa), remote: remote}, nil
 }
 
 // AdoptTCPListener takes ownership of fd, a listening TCP socket. On error

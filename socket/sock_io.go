@@ -4,6 +4,7 @@ package socket
 
 import (
 	"io"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -191,9 +192,9 @@ func setsockoptInt(s *sock, level, opt, value int) error {
 // accept takes one pending connection. ECONNABORTED (a connection reset
 // while it waited in the backlog) is skipped, as package net does: it is
 // not the listener's failure and the next one may be fine.
-func accept(s *sock) (int, unix.Sockaddr, error) {
+func accept(s *sock) (int, netip.AddrPort, error) {
 	if err := s.RLock("accept"); err != nil {
-		return -1, nil, err
+		return -1, netip.AddrPort{}, err
 	}
 	defer s.RUnlock()
 	for {
@@ -206,15 +207,15 @@ func accept(s *sock) (int, unix.Sockaddr, error) {
 		case err == unix.EAGAIN:
 			if s.Edge() {
 				if rerr := s.Drained("accept", poll.Readable); rerr != nil {
-					return -1, nil, rerr
+					return -1, netip.AddrPort{}, rerr
 				}
 			}
-			return -1, nil, ErrWouldBlock
+			return -1, netip.AddrPort{}, ErrWouldBlock
 		default:
 			if errno, ok := err.(unix.Errno); ok {
-				return -1, nil, os.NewSyscallError(acceptFunc, errno)
+				return -1, netip.AddrPort{}, os.NewSyscallError(acceptFunc, errno)
 			}
-			return -1, nil, err // already wrapped by sysAccept
+			return -1, netip.AddrPort{}, err // already wrapped by sysAccept
 		}
 	}
 }

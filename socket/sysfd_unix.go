@@ -3,6 +3,7 @@
 package socket
 
 import (
+	"net/netip"
 	"os"
 	"syscall"
 
@@ -59,7 +60,7 @@ func sysSocketpair(family, sotype, proto int) ([2]int, error) {
 
 // sysAccept accepts one connection as a non-blocking, close-on-exec socket.
 // Errors from accept itself are raw errnos; the caller classifies them.
-func sysAccept(fd int) (int, unix.Sockaddr, error) {
+func sysAccept(fd int) (int, netip.AddrPort, error) {
 	syscall.ForkLock.RLock()
 	nfd, sa, err := unix.Accept(fd)
 	if err == nil {
@@ -67,11 +68,28 @@ func sysAccept(fd int) (int, unix.Sockaddr, error) {
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return -1, nil, err
+		return -1, netip.AddrPort{}, err
 	}
 	if err := unix.SetNonblock(nfd, true); err != nil {
 		unix.Close(nfd)
-		return -1, nil, os.NewSyscallError("fcntl", err)
+		return -1, netip.AddrPort{}, os.NewSyscallError("fcntl", err)
 	}
-	return nfd, sa, nil
+	return nfd, addrPort(sa), nil
+}
+
+// localAddrPort is the socket's own inet address, as getsockname(2)
+// reports it.
+func localAddrPort(fd int) (netip.AddrPort, error) {
+	sa, err := localName(fd)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return addrPort(sa), nil
+}
+
+// peerName is getpeername(2) for its answer alone: nil once the socket is
+// connected, ENOTCONN before.
+func peerName(fd int) error {
+	_, err := unix.Getpeername(fd)
+	return err
 }

@@ -4,6 +4,7 @@ package socket
 
 import (
 	"net"
+	"net/netip"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -19,9 +20,10 @@ import (
 // Get a TCPConn from DialTCP, TCPListener.Accept, AdoptTCPConn or
 // FileTCPConn.
 type TCPConn struct {
-	s      sock
-	local  *net.TCPAddr
-	remote *net.TCPAddr
+	s sock
+	// The addresses, as values (no allocation per connection); LocalAddr
+	// and RemoteAddr make a *net.TCPAddr of them when asked.
+	local, remote netip.AddrPort
 	// connErr keeps the first failure of the connect that ConnectError,
 	// Read or Write saw: the kernel tells it once, and a caller may ask
 	// more than once (tcp_dial.go).
@@ -32,18 +34,18 @@ type TCPConn struct {
 // newTCPConn wraps a connected (or connecting) descriptor, taking ownership
 // of it: on error it is closed. remote may be nil; it is then asked of the
 // kernel.
-func newTCPConn(fd int, remote *net.TCPAddr) (*TCPConn, error) {
-	lsa, err := localName(fd)
+func newTCPConn(fd int, remote netip.AddrPort) (*TCPConn, error) {
+	local, err := localAddrPort(fd)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	if remote == nil {
+	if !remote.IsValid() {
 		if rsa, err := unix.Getpeername(fd); err == nil {
-			remote = tcpAddr(rsa)
+			remote = addrPort(rsa)
 		}
 	}
-	return &TCPConn{s: newSock(fd), local: tcpAddr(lsa), remote: remote}, nil
+	return &TCPConn{s: newSock(fd), local: local, remote: remote}, nil
 }
 
 // sockOf returns c's sock, or nil (a sock that is not open) for a nil c.
@@ -108,7 +110,7 @@ func (c *TCPConn) LocalAddr() net.Addr {
 	if c == nil {
 		return nil
 	}
-	return netAddr(c.local)
+	return netAddr(tcpAddrOf(c.local))
 }
 
 // RemoteAddr is the peer's address (a *net.TCPAddr): the address dialed, or
@@ -119,7 +121,7 @@ func (c *TCPConn) RemoteAddr() net.Addr {
 	if c == nil {
 		return nil
 	}
-	return netAddr(c.remote)
+	return netAddr(tcpAddrOf(c.remote))
 }
 
 // Fd returns the descriptor, or -1 after Close (and for a conn never

@@ -107,7 +107,7 @@ func dialTCP(network, addr string) (*TCPConn, error) {
 		unix.Close(e.fd)
 		return nil, err
 	}
-	return newTCPConn(e.fd, e.addr)
+	return newTCPConn(e.fd, e.addr.AddrPort())
 }
 
 // connect starts a non-blocking connect. EINPROGRESS is the normal answer;
@@ -190,7 +190,7 @@ func connectErrno(s *sock) (failed, ended unix.Errno, err error) {
 		failed, ended = splitConnectErrno(unix.Errno(soerr))
 		return failed, ended, nil
 	}
-	switch _, err := unix.Getpeername(s.Fd()); err {
+	switch err := peerName(s.Fd()); err {
 	case nil:
 		return 0, 0, nil
 	case unix.ENOTCONN:

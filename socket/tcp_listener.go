@@ -103,11 +103,11 @@ func (l *TCPListener) sockOf() *sock {
 // comes for it: accept again once descriptors are free, until
 // ErrWouldBlock.
 func (l *TCPListener) Accept() (*TCPConn, error) {
-	fd, rsa, err := accept(l.sockOf())
+	fd, remote, err := accept(l.sockOf())
 	if err != nil {
 		return nil, acceptError(err, l.Addr())
 	}
-	return newTCPConn(fd, tcpAddr(rsa))
+	return newTCPConn(fd, remote)
 }
 
 // acceptError wraps a system call's failure with the listener's address;

@@ -56,6 +56,9 @@ func TestTCPEcho(t *testing.T) {
 	require.Equal(t, client.LocalAddr().String(), server.RemoteAddr().String())
 	require.Equal(t, client.RemoteAddr().String(), server.LocalAddr().String())
 	require.IsType(t, (*net.TCPAddr)(nil), client.LocalAddr())
+	// IPv4 in net.IPv4's 16-byte form, as package net gives it.
+	require.Len(t, client.LocalAddr().(*net.TCPAddr).IP, net.IPv6len)
+	require.Len(t, server.RemoteAddr().(*net.TCPAddr).IP, net.IPv6len)
 
 	msg := bytes.Repeat([]byte("unipoll "), 1000)
 	w.writeAll(tokClient, client, msg)
@@ -246,4 +249,7 @@ func TestTCP6(t *testing.T) {
 	require.NoError(t, err)
 	closeIt(t, s)
 	require.Equal(t, "::1", s.RemoteAddr().(*net.TCPAddr).IP.String())
+	require.Equal(t, c.LocalAddr().String(), s.RemoteAddr().String())
+	require.Equal(t, ln.Addr().String(), s.LocalAddr().String())
+	require.Equal(t, s.LocalAddr().String(), c.RemoteAddr().String())
 }
