@@ -60,7 +60,7 @@ type Conn struct {
 	ls  *loopState
 	s   Stream
 	h   Handler
-	cfg Config
+	cfg *Config    // shared by the Conns of a Loop made with the same Config (loopState.intern)
 	tok poll.Token // set before the first call (eventloop.OnToken), then fixed
 
 	// User is the caller's, for its own per-connection state.
@@ -90,7 +90,7 @@ type Conn struct {
 	listed     int8 // its place in the Loop's registry, guarded by ls.mu (loopstate.go)
 
 	dl    connDeadline // the timeouts (conn_deadline.go)
-	stats ConnStats    // conn_stats.go
+	stats connStats    // conn_stats.go
 	rl    connRelay    // Relay (relay.go)
 
 	opened func(*Conn, error) // a Dial's done, run first in the Conn's first call (dial.go)
@@ -126,15 +126,15 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 		_ = s.Close()
 		return nil, err
 	}
-	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading, opened: opened, undrained: true}
+	ls := stateOf(l)
+	c := &Conn{l: l, ls: ls, s: s, h: h, cfg: ls.intern(cfg), registered: connReading, opened: opened, undrained: true}
 	c.ls.conns.Add(1)
 	// The token, the clocks and the limits are the Conn's before its first
 	// call, which may come on another worker before Add returns.
 	bind := eventloop.OnToken(func(tok poll.Token) {
 		c.tok = tok
-		now := time.Now()
-		c.stats.Connected = now
-		c.startDeadlines(now)
+		c.stats.connected = time.Now().UnixNano()
+		c.startDeadlines(monoNow())
 	})
 	tok, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...)
 	if err != nil {

@@ -56,11 +56,25 @@ type connDeadline struct {
 	cancel func() bool           // the AfterFunc set last
 	off    bool                  // removed: set nothing more
 
-	lastRead   time.Time // the Conn's calls only (invariant 1)
-	lastActive time.Time
-	lastWrite  time.Time // the last progress of queued output, or when it began to wait
-	writing    bool      // output is queued: lastWrite counts
+	lastRead   mono // the Conn's calls only (invariant 1)
+	lastActive mono
+	lastWrite  mono // the last progress of queued output, or when it began to wait
+	writing    bool // output is queued: lastWrite counts
 }
+
+// mono is a reading of the monotonic clock, in nanoseconds since the
+// package started: 8 bytes where a time.Time takes 24, three of them in
+// every Conn.
+type mono int64
+
+// monoStart is what mono counts from.
+var monoStart = time.Now()
+
+// monoNow reads the monotonic clock.
+func monoNow() mono { return mono(time.Since(monoStart)) }
+
+// sub is the time from o to m.
+func (m mono) sub(o mono) time.Duration { return time.Duration(m - o) }
 
 // The bits of connDeadline.flags.
 const (
@@ -119,7 +133,7 @@ func (c *Conn) setTimeout(op string, limit func(*connDeadline) *atomic.Int64, d 
 
 // startDeadlines runs in Add: the limits asked for are cfg's, and the
 // clocks start at now.
-func (c *Conn) startDeadlines(now time.Time) {
+func (c *Conn) startDeadlines(now mono) {
 	c.dl.read.Store(int64(c.cfg.ReadTimeout))
 	c.dl.idle.Store(int64(c.cfg.IdleTimeout))
 	c.dl.write.Store(int64(c.cfg.WriteTimeout))
@@ -128,7 +142,7 @@ func (c *Conn) startDeadlines(now time.Time) {
 
 // applyTimeouts takes the limits the setters asked for. A clock that was
 // not kept (no limit needed it) starts now.
-func (c *Conn) applyTimeouts(now time.Time) {
+func (c *Conn) applyTimeouts(now mono) {
 	read := time.Duration(c.dl.read.Load())
 	idle := time.Duration(c.dl.idle.Load())
 	write := time.Duration(c.dl.write.Load())
@@ -143,7 +157,11 @@ func (c *Conn) applyTimeouts(now time.Time) {
 	if c.cfg.WriteTimeout == 0 && write != 0 {
 		c.dl.writing, c.dl.lastWrite = c.Queued() > 0, now
 	}
-	c.cfg.ReadTimeout, c.cfg.IdleTimeout, c.cfg.WriteTimeout = read, idle, write
+	if read != c.cfg.ReadTimeout || idle != c.cfg.IdleTimeout || write != c.cfg.WriteTimeout {
+		cfg := *c.cfg // shared with other Conns (loopState.intern): copied before a change
+		cfg.ReadTimeout, cfg.IdleTimeout, cfg.WriteTimeout = read, idle, write
+		c.cfg = &cfg
+	}
 }
 
 // setDeadline sets the Conn's timeout to expire in d, replacing the one
@@ -195,7 +213,7 @@ func (c *Conn) stopDeadline() {
 // noteRead records input for the deadlines.
 func (c *Conn) noteRead() {
 	if c.cfg.ReadTimeout|c.cfg.IdleTimeout != 0 {
-		now := time.Now()
+		now := monoNow()
 		c.dl.lastRead, c.dl.lastActive = now, now
 	}
 }
@@ -204,12 +222,12 @@ func (c *Conn) noteRead() {
 // socket was full) for the deadlines.
 func (c *Conn) noteWrite(n int) {
 	if n > 0 && c.cfg.IdleTimeout > 0 {
-		c.dl.lastActive = time.Now()
+		c.dl.lastActive = monoNow()
 	}
 	if c.cfg.WriteTimeout > 0 {
 		waiting := c.Queued() > 0
 		if waiting && (n > 0 || !c.dl.writing) {
-			c.dl.lastWrite = time.Now()
+			c.dl.lastWrite = monoNow()
 		}
 		c.dl.writing = waiting
 	}
@@ -219,7 +237,7 @@ func (c *Conn) noteWrite(n int) {
 // not read (PauseRead, back pressure) is not the peer's.
 func (c *Conn) readResumed() {
 	if c.cfg.ReadTimeout > 0 {
-		c.dl.lastRead = time.Now()
+		c.dl.lastRead = monoNow()
 	}
 }
 
@@ -232,7 +250,7 @@ func (c *Conn) checkDeadlines() {
 		return
 	}
 	flags := c.dl.flags.Swap(0)
-	now := time.Now()
+	now := monoNow()
 	if flags&dlChanged != 0 {
 		c.applyTimeouts(now)
 	}
@@ -245,7 +263,7 @@ func (c *Conn) checkDeadlines() {
 		// back pressure) or the peer's end of input, not a silent peer.
 		left := t
 		if c.reading() {
-			left = t - now.Sub(c.dl.lastRead)
+			left = t - now.sub(c.dl.lastRead)
 		}
 		if left <= 0 {
 			c.fail(ErrReadTimeout)
@@ -254,7 +272,7 @@ func (c *Conn) checkDeadlines() {
 		next = min(next, left)
 	}
 	if t := c.cfg.IdleTimeout; t > 0 {
-		left := t - now.Sub(c.dl.lastActive)
+		left := t - now.sub(c.dl.lastActive)
 		if left <= 0 {
 			c.fail(ErrIdleTimeout)
 			return
@@ -265,7 +283,7 @@ func (c *Conn) checkDeadlines() {
 		// Only while output waits: with nothing queued, nothing is late.
 		left := t
 		if c.Queued() > 0 {
-			left = t - now.Sub(c.dl.lastWrite)
+			left = t - now.sub(c.dl.lastWrite)
 		}
 		if left <= 0 {
 			c.fail(ErrWriteTimeout)

@@ -99,3 +99,34 @@ func TestSetTimeoutBadInput(t *testing.T) {
 	_, err = Add(l, s2, newEcho(), Config{WriteTimeout: -1})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
+
+// Conns added with equal Configs share one copy of it (a Conn's memory
+// counts, per idle connection), and a timeout set on one of them changes
+// that Conn's alone: the other keeps the Config it was given.
+func TestSetTimeoutLeavesSharedConfig(t *testing.T) {
+	l := newLoop(t, eventloop.Config{})
+	start(t, l, nil)
+	cfg := Config{IdleTimeout: time.Hour}
+	s1, _ := clientPair(t)
+	c1, err := Add(l, s1, &closeRec{ch: make(chan closeAt, 1)}, cfg)
+	require.NoError(t, err)
+	s2, _ := clientPair(t)
+	h2 := &closeRec{ch: make(chan closeAt, 1)}
+	c2, err := Add(l, s2, h2, cfg)
+	require.NoError(t, err)
+	// The Conns' Configs, read in their calls.
+	cfgOf := func(c *Conn) *Config {
+		var p *Config
+		inCall(t, c, func(c *Conn) { p = c.cfg })
+		return p
+	}
+	require.Same(t, cfgOf(c1), cfgOf(c2), "equal Configs not shared")
+
+	require.NoError(t, c1.SetIdleTimeout(2*time.Hour))
+	eventually(t, "the new limit to take effect", func() bool { return cfgOf(c1).IdleTimeout == 2*time.Hour })
+	require.Equal(t, time.Hour, cfgOf(c2).IdleTimeout, "a shared Config changed")
+	require.NoError(t, c2.SetIdleTimeout(ruleLimit))
+	got := closedWithin(t, h2, "after the set")
+	require.ErrorIs(t, got.err, ErrIdleTimeout)
+	require.Equal(t, 2*time.Hour, cfgOf(c1).IdleTimeout)
+}

@@ -23,5 +23,17 @@ func (c *Conn) Stats() ConnStats {
 	if c.zero() {
 		return ConnStats{}
 	}
-	return c.stats
+	return c.stats.public()
+}
+
+// connStats is what a Conn keeps of its ConnStats: the time connected as
+// a number (8 bytes, not a time.Time's 24).
+type connStats struct {
+	connected            int64 // Unix nanoseconds
+	BytesRead, Reads     uint64
+	BytesWritten, Writes uint64
+}
+
+func (s connStats) public() ConnStats {
+	return ConnStats{Connected: time.Unix(0, s.connected), BytesRead: s.BytesRead, Reads: s.Reads, BytesWritten: s.BytesWritten, Writes: s.Writes}
 }

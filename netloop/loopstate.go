@@ -28,7 +28,9 @@ import (
 //  3. Conns are touched only through Conn.Async, from here: the Conn's
 //     own calls act on it, also on a Loop with several workers.
 type loopState struct {
-	conns atomic.Int64 // Conns on the Loop: added, not yet closed (read without mu)
+	conns atomic.Int64              // Conns on the Loop: added, not yet closed (read without mu)
+	cfgs  [4]atomic.Pointer[Config] // the Configs intern gave out last (read without mu)
+	cfgAt atomic.Uint32             // where intern puts the next one
 
 	mu       sync.Mutex
 	live     map[*Conn]struct{}
@@ -50,6 +52,22 @@ const (
 	listed                // in live
 	delisted              // removed: never (again) in live
 )
+
+// intern returns a Config equal to cfg for a Conn to keep: one of the
+// last few it gave out if one is equal, as one almost always is (a server
+// adds its Conns with one Config, a proxy with two), else cfg, which
+// takes the place of the oldest. Conns share it, so none changes it: a
+// Conn copies it first (applyTimeouts).
+func (s *loopState) intern(cfg Config) *Config {
+	for i := range s.cfgs {
+		if p := s.cfgs[i].Load(); p != nil && *p == cfg {
+			return p
+		}
+	}
+	p := &cfg
+	s.cfgs[s.cfgAt.Add(1)%uint32(len(s.cfgs))].Store(p)
+	return p
+}
 
 type stateKey struct{}
 
