@@ -161,3 +161,21 @@ func ExampleLoop_Value() {
 	fmt.Println(*l.Value(connsKey{}, newCount).(*int))
 	// Output: 2
 }
+
+// Workers says how many goroutines serve a Loop. With one, the calls of
+// all its sources are made one after another, so a handler may act on
+// another source's state without a lock (netloop's Relay and the proxy
+// example count on it).
+func ExampleLoop_Workers() {
+	for _, n := range []int{0, 4} {
+		l, err := eventloop.New(eventloop.Config{Workers: n})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("Config.Workers", n, "->", l.Workers(), "goroutine(s)")
+		l.Close()
+	}
+	// Output:
+	// Config.Workers 0 -> 1 goroutine(s)
+	// Config.Workers 4 -> 4 goroutine(s)
+}

@@ -58,7 +58,10 @@
 // (one pipe or buffer in flight per direction), a half-close is passed on
 // once what came before it is written, and the two Conns close together:
 // quietly when both directions have ended, with the error (and a reset if
-// bytes are dropped) when either side fails.
+// bytes are dropped) when either side fails. When both Conns are on one
+// Loop with one worker, a source writes what it reads into its peer's
+// socket in the same call, as io.Copy does: small bursts with a read and
+// a write, large ones spliced.
 //
 // # Groups
 //

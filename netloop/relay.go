@@ -25,6 +25,16 @@ var ErrRelayPeer = errors.New("unipoll: netloop: relay peer failed")
 // What each Conn had received and not consumed, and what it had queued to
 // write, when Relay was called goes first, in order.
 //
+// When a and b are on one Loop that one worker serves (a proxy that dials
+// its backend from the client's Loop, with eventloop.Config.Workers 1),
+// no two of their calls can overlap, and the relay does what io.Copy
+// does between two sockets: the Conn that reads writes the bytes on into
+// its peer's socket in the same call, with no call of the peer. A small
+// burst is then read into the worker's read buffer and written out (two
+// system calls), and a burst that fills that buffer is spliced, through
+// a pipe emptied after each fill. What the peer's socket does not take
+// waits for it, and the reading stops until it is written.
+//
 // Back pressure holds both ways: at most one pipe (64 KiB, grown to
 // 256 KiB the first time it fills up) or buffer of bytes is in flight per
 // direction; when the receiving socket will not take more, the sending
