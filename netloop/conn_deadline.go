@@ -155,7 +155,7 @@ func (c *Conn) applyTimeouts(now mono) {
 		c.dl.lastActive = now
 	}
 	if c.cfg.WriteTimeout == 0 && write != 0 {
-		c.dl.writing, c.dl.lastWrite = c.Queued() > 0, now
+		c.dl.writing, c.dl.lastWrite = c.outputWaits(), now
 	}
 	if read != c.cfg.ReadTimeout || idle != c.cfg.IdleTimeout || write != c.cfg.WriteTimeout {
 		cfg := *c.cfg // shared with other Conns (loopState.intern): copied before a change
@@ -225,13 +225,18 @@ func (c *Conn) noteWrite(n int) {
 		c.dl.lastActive = monoNow()
 	}
 	if c.cfg.WriteTimeout > 0 {
-		waiting := c.Queued() > 0
+		waiting := c.outputWaits()
 		if waiting && (n > 0 || !c.dl.writing) {
 			c.dl.lastWrite = monoNow()
 		}
 		c.dl.writing = waiting
 	}
 }
+
+// outputWaits reports output waiting for the socket to take it: queued,
+// or, in a relay, bytes the socket did not take (the sink waits for
+// Writable). WriteTimeout counts while it does.
+func (c *Conn) outputWaits() bool { return c.Queued() > 0 || c.rl.blocked }
 
 // readResumed restarts the ReadTimeout's clock: the time the Conn did
 // not read (PauseRead, back pressure) is not the peer's.
@@ -282,7 +287,7 @@ func (c *Conn) checkDeadlines() {
 	if t := c.cfg.WriteTimeout; t > 0 {
 		// Only while output waits: with nothing queued, nothing is late.
 		left := t
-		if c.Queued() > 0 {
+		if c.outputWaits() {
 			left = t - now.sub(c.dl.lastWrite)
 		}
 		if left <= 0 {

@@ -71,7 +71,9 @@ var ErrRelayPeer = errors.New("unipoll: netloop: relay peer failed")
 // must not be used; Async still runs. ReadTimeout counts the input of the
 // Conn's own socket (so a Conn that only receives through the relay times
 // out: prefer IdleTimeout, which also counts what the relay writes to it),
-// and a timeout ends the relay as an error does.
+// WriteTimeout counts while the relay's bytes wait for the Conn's socket
+// to take them (its peer stopped reading), and a timeout ends the relay
+// as an error does.
 func Relay(a, b *Conn) error {
 	if a.zero() || b.zero() {
 		return fmt.Errorf("%w: netloop: Relay of a nil or zero Conn", ErrInvalidArgument)

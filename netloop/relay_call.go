@@ -251,6 +251,7 @@ func (c *Conn) sinkBlocks(d *relayDir) eventloop.Action {
 	if !c.failed {
 		c.rl.blocked = true
 		d.sinkBlocked.Store(true)
+		c.noteWrite(0) // WriteTimeout counts from the first wait
 	}
 	return eventloop.Keep
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/eventloop"
 )
@@ -216,5 +217,35 @@ func TestRelayIdleTimeout(t *testing.T) {
 		rest, err := io.ReadAll(c)
 		require.NoError(t, err)
 		require.Empty(t, rest)
+	}
+}
+
+// WriteTimeout holds during a relay: a back client that stops reading
+// leaves the relay's bytes waiting for b's socket, and b closes with
+// ErrWriteTimeout once they have waited that long (a with ErrRelayPeer
+// wrapping it); the front, whose bytes were dropped, sees an error, not
+// a clean end.
+func TestRelayWriteTimeout(t *testing.T) {
+	const limit = time.Second
+	for _, rc := range []relayCase{relayCases[0], {transport: "tcp", workers: 3}} {
+		t.Run(rc.String(), func(t *testing.T) {
+			r := newRelayRig(t, rc, Config{WriteTimeout: limit})
+			smallBuffers(t, r)
+			require.NoError(t, r.front.SetDeadline(time.Now().Add(waitLimit)))
+			sent := make(chan error, 1)
+			go func() {
+				_, err := io.Copy(r.front, stream{seed: 9, n: 64 << 20}.reader())
+				sent <- err
+			}()
+			begun := time.Now()
+			errB := recvErr(t, r.hb.closed)
+			require.ErrorIs(t, errB, ErrWriteTimeout)
+			require.GreaterOrEqual(t, time.Since(begun), limit)
+			errA := recvErr(t, r.ha.closed)
+			require.ErrorIs(t, errA, ErrRelayPeer)
+			require.ErrorIs(t, errA, ErrWriteTimeout)
+			err := <-sent
+			require.True(t, errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE), "the front's send: %v", err)
+		})
 	}
 }
