@@ -150,7 +150,7 @@ func (l *Loop) apply(e *entry, gen uint32, act Action) (again bool) {
 	var err error
 	switch act {
 	case Again:
-		if !e.opts.IsOneshot() && e.state.Load()&fDisarmed == 0 {
+		if !e.oneshot && e.state.Load()&fDisarmed == 0 {
 			return true
 		}
 		e.mu.Lock()
@@ -160,7 +160,7 @@ func (l *Loop) apply(e *entry, gen uint32, act Action) (again bool) {
 		e.mu.Lock()
 		// A Oneshot source that was just reported is disarmed in the Poll
 		// already; anything else is deregistered.
-		err = l.disarmLocked(e, gen, !e.opts.IsOneshot())
+		err = l.disarmLocked(e, gen, !e.oneshot)
 		e.mu.Unlock()
 	case Remove:
 		_ = l.remove(e, gen)

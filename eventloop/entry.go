@@ -54,7 +54,8 @@ type entry struct {
 	own      ownSource // one of the Loop's own sources (own.go), set once; h is nil
 	src      poll.Evented
 	interest poll.Ready
-	opts     poll.PollOpt
+	opts     poll.PollOpt // guarded by mu once added (SetMode changes it)
+	oneshot  bool         // opts has Oneshot: set at Add, never changed (SetMode keeps it), read without mu
 	lvl      *level
 	idx      uint32
 	caller   *worker // the worker calling h, during the call (ReadBuffer)

@@ -74,7 +74,7 @@ func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 	lvl := l.lvls.get(c.prio)
 	e.mu.Lock()
 	gen := stateGen(e.state.Load())
-	e.h, e.src, e.interest, e.opts, e.lvl = h, src, interest, opts, lvl
+	e.h, e.src, e.interest, e.opts, e.oneshot, e.lvl = h, src, interest, opts, opts.IsOneshot(), lvl
 	if own != nil {
 		e.own = own // the first entries of a new table, never freed (own.go)
 	}
@@ -162,6 +162,33 @@ func (l *Loop) SetInterest(t poll.Token, interest poll.Ready) error {
 		return nil // Rearm registers the new interest
 	}
 	return l.p.Reregister(e.src, makeToken(e.idx, gen), interest, e.opts)
+}
+
+// SetMode changes both the interest and the mode the source of token t is
+// registered with, from any goroutine, also from its handler: Edge to
+// Level and back (netloop's Relay reads a socket under Level, so that the
+// Poll, not a read that finds nothing, says it holds more). Oneshot is
+// the Loop's to manage (Disarm, Rearm), so a change to or from it returns
+// an error wrapping ErrInvalidArgument.
+func (l *Loop) SetMode(t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
+	e, gen, err := l.entryOf(t)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.liveAt(gen)
+	if !ok {
+		return unknownToken(makeToken(e.idx, gen))
+	}
+	if (opts|e.opts)&poll.Oneshot != 0 {
+		return fmt.Errorf("%w: SetMode to or from Oneshot (%v -> %v)", ErrInvalidArgument, e.opts, opts)
+	}
+	e.interest, e.opts = interest, opts
+	if s&fDisarmed != 0 {
+		return nil // Rearm registers the new interest and mode
+	}
+	return l.p.Reregister(e.src, makeToken(e.idx, gen), interest, opts)
 }
 
 // Disarm stops calls for the source of token t until Rearm. Events that

@@ -251,6 +251,7 @@ type connRelay struct {
 	blocked bool // its socket took less than was there: Writable wanted
 	shut    bool // its sending side is shut down
 	unread  bool // its socket may hold input not yet read (as Conn.undrained): the source runs only then
+	level   bool // registered Level (an inline relay's source until its input ends: relay_inline.go)
 }
 
 // claim makes r the Conn's relay.

@@ -281,7 +281,15 @@ func (c *Conn) relaySettle(r *relay, out, in *relayDir, act eventloop.Action) ev
 		return eventloop.Remove
 	}
 	var want poll.Ready
-	if !c.rl.eof {
+	// An inline relay's source is registered Level while it reads, so that
+	// the Poll, not a splice that finds nothing, tells whether its socket
+	// holds more. Not while it is stalled, when it does not read at all
+	// (the peer's call wakes it), nor once its input has ended: Level would
+	// report the end, or a hang-up or an error (which the Poll reports
+	// whatever the interest), at every look.
+	stalled := r.inline && out.stalled.Load()
+	level := r.inline && !c.rl.eof && !stalled
+	if !c.rl.eof && !stalled {
 		want |= connReading
 	}
 	if c.rl.blocked {
@@ -290,15 +298,29 @@ func (c *Conn) relaySettle(r *relay, out, in *relayDir, act eventloop.Action) ev
 	if want == 0 {
 		want = poll.Error // see settle
 	}
-	if want != c.registered {
-		if err := c.l.SetInterest(c.tok, want); err != nil {
+	if want != c.registered || level != c.rl.level {
+		var err error
+		if level != c.rl.level {
+			err = c.l.SetMode(c.tok, want, modeOf(level))
+		} else {
+			err = c.l.SetInterest(c.tok, want)
+		}
+		if err != nil {
 			c.fail(err)
 			r.fail(c, err)
 			return eventloop.Remove
 		}
-		c.registered = want
+		c.registered, c.rl.level = want, level
 	}
 	return act
+}
+
+// modeOf is the registration mode: Level, or the Conn's usual Edge.
+func modeOf(level bool) poll.PollOpt {
+	if level {
+		return poll.Level
+	}
+	return poll.Edge
 }
 
 // resetOnClose makes the close of s a reset (SO_LINGER 0), for a Stream

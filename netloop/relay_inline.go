@@ -32,6 +32,15 @@ import (
 //     into it and an EAGAIN always means a drained socket. Large bursts
 //     never enter user space.
 //
+// While it reads, the source is registered Level (relaySettle), so that a
+// fill that comes back short ends the pass with no splice that would say
+// EAGAIN: if the socket holds more (more came, or the pipe ran out of
+// slots before bytes), the Poll says so at its next look, at the cost of a
+// poll of the socket inside epoll_wait rather than a system call. It goes
+// back to Edge when it stalls and when its input ends: Level would report
+// an ended input, a hang-up or an error at every look while the source
+// does not read.
+//
 // A read that fills the worker's buffer switches the direction to
 // splicing (where its Streams can splice); a burst, from an edge to the
 // drained socket, of less than relaySmallBurst switches it back.
@@ -63,12 +72,13 @@ func (c *Conn) relaySourceInline(r *relay, d *relayDir, peer *Conn) eventloop.Ac
 				return eventloop.Keep
 			}
 		}
-		var n int
+		var n, t0room int
 		var err error
 		if m.splicing {
 			t := d.transport(c, peer)
 			t.grow() // once: a direction that splices carries large bursts
-			n, err = t.fill(c, d.filled.Load(), t.bound())
+			t0room = t.bound()
+			n, err = t.fill(c, d.filled.Load(), t0room)
 			if n > 0 {
 				d.filled.Add(int64(n))
 			}
@@ -90,6 +100,12 @@ func (c *Conn) relaySourceInline(r *relay, d *relayDir, peer *Conn) eventloop.Ac
 			m.burst += n
 		}
 		switch {
+		case err == nil && m.splicing && n < t0room && c.rl.level && !c.hup:
+			// Short, under Level: the Poll says whether more came (or
+			// was left by a pipe out of slots), at no system call.
+			c.burstEnds(m)
+			c.afterFill(r, d, peer)
+			return eventloop.Keep
 		case err == nil:
 			continue
 		case errors.Is(err, errSpliceRefused) && d.held() == 0:
@@ -102,11 +118,7 @@ func (c *Conn) relaySourceInline(r *relay, d *relayDir, peer *Conn) eventloop.Ac
 			continue
 		case err == errDrained || isWouldBlock(err):
 			// The pipe was empty (catchUp), so the socket is drained.
-			c.rl.unread = false
-			if m.splicing && m.burst < relaySmallBurst {
-				m.splicing = false
-			}
-			m.burst = 0
+			c.burstEnds(m)
 			c.afterFill(r, d, peer)
 			return eventloop.Keep
 		case err == io.EOF:
@@ -122,6 +134,16 @@ func (c *Conn) relaySourceInline(r *relay, d *relayDir, peer *Conn) eventloop.Ac
 	}
 	c.afterFill(r, d, peer)
 	return eventloop.Again
+}
+
+// burstEnds: the socket is drained, or under Level the Poll will say it
+// is not. A small burst turns the direction back to the copy.
+func (c *Conn) burstEnds(m *inlineDir) {
+	c.rl.unread = false
+	if m.splicing && m.burst < relaySmallBurst {
+		m.splicing = false
+	}
+	m.burst = 0
 }
 
 // errDrained is a short read of the copy: the socket is drained.

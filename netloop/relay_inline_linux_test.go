@@ -100,4 +100,27 @@ func TestRelayInlineChoosesPerBurst(t *testing.T) {
 	pingPong(t, r.front, r.back, 5)
 	splicing, _ = inlineState(t, r.a, &rel.ab)
 	require.False(t, splicing, "small bursts after a large one still splice")
+
+	// a reads under Level while its input lasts, and under Edge once it
+	// has ended (Level would report the end at every look), while the
+	// other direction goes on.
+	require.True(t, levelOf(t, r.a), "an inline relay's source reads under Edge")
+	closeWrite(t, r.front)
+	eventually(t, "a to see the end of its input", func() bool { return !levelOf(t, r.a) })
+	pingPong(t, r.back, r.front, 5)
+}
+
+// levelOf reports whether c is registered Level, read in its call (and
+// so after its last settle).
+func levelOf(t *testing.T, c *Conn) bool {
+	t.Helper()
+	got := make(chan bool, 1)
+	require.NoError(t, c.Async(func(c *Conn) { got <- c.rl.level }))
+	select {
+	case l := <-got:
+		return l
+	case <-time.After(waitLimit):
+		t.Fatal("the Conn's call did not run")
+		return false
+	}
 }
