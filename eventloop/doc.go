@@ -29,8 +29,9 @@
 //     again after the others, and re-enable a Oneshot or disarmed source),
 //     Disarm or Remove. Priority is the AddOption that orders the calls;
 //     OnToken hands the token over before the first call.
-//   - Loop.Rearm, Loop.Disarm, Loop.Remove, Loop.SetInterest and
-//     Loop.Trigger (a call with no event) act from any goroutine. After Remove returns the handler
+//   - Loop.Rearm, Loop.Disarm, Loop.Remove, Loop.SetInterest, Loop.SetMode
+//     (Edge or Level) and Loop.Trigger (a call with no event) act from any
+//     goroutine. After Remove returns the handler
 //     is not called again, but for a call already in progress; its
 //     Remover.Removed then runs once, after the last call: the place to
 //     close the source's descriptor.

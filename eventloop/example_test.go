@@ -179,3 +179,40 @@ func ExampleLoop_Workers() {
 	// Config.Workers 0 -> 1 goroutine(s)
 	// Config.Workers 4 -> 4 goroutine(s)
 }
+
+// SetMode switches a source between Edge and Level. A Registration that
+// stays ready brings one call under Edge, and one per iteration under
+// Level.
+func ExampleLoop_SetMode() {
+	l, err := eventloop.New(eventloop.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	reg, set := poll.NewRegistration()
+	defer reg.Close()
+	calls := 0
+	tok, err := l.Add(reg, poll.Readable, poll.Edge, eventloop.SourceFunc(func(*eventloop.Loop, poll.Event) eventloop.Action {
+		calls++
+		return eventloop.Keep
+	}))
+	if err != nil {
+		panic(err)
+	}
+	_ = set.SetReadiness(poll.Readable) // and it stays set
+	for range 3 {
+		_ = l.RunOnce(time.Millisecond, nil)
+	}
+	fmt.Println("Edge, three iterations:", calls, "call")
+	if err := l.SetMode(tok, poll.Readable, poll.Level); err != nil {
+		panic(err)
+	}
+	calls = 0
+	for range 3 {
+		_ = l.RunOnce(time.Millisecond, nil)
+	}
+	fmt.Println("Level, three iterations:", calls, "calls")
+	// Output:
+	// Edge, three iterations: 1 call
+	// Level, three iterations: 3 calls
+}
