@@ -2,13 +2,13 @@
 // indexes, for structures that link records by index rather than by
 // pointer (the timing wheel, the timer package's values).
 //
-// Records live in chunks of ChunkSize. Alloc always takes the free record
-// with the lowest index, so records in use gather in the low chunks, and a
-// chunk left empty after a burst is given back to the garbage collector
-// (but chunk 0, which a slab in light use lives in, and one empty chunk kept
-// as a spare, so that a load that hovers around a chunk boundary does not
-// allocate and free a chunk each time). The cost
-// per record beyond the record itself is one bit.
+// Records live in chunks of ChunkSize. Alloc takes the free record with
+// the lowest index (or the one freed last, a cache of one), so records in
+// use gather in the low chunks, and a chunk left empty after a burst is
+// given back to the garbage collector (but chunk 0, which a slab in light
+// use lives in, and one empty chunk kept as a spare, so that a load that
+// hovers around a chunk boundary does not allocate and free a chunk each
+// time). The cost per record beyond the record itself is one bit.
 //
 // A Slab is not safe for concurrent use: its owner serialises access.
 package slab
@@ -46,6 +46,7 @@ type Slab[E any] struct {
 	open   []uint64
 	used   int
 	spare  *[ChunkSize]E
+	hot    uint32 // index + 1 of the record Free freed last, 0 for none
 }
 
 type chunkMeta struct {
@@ -68,9 +69,28 @@ func (s *Slab[E]) Chunks() int {
 	return n
 }
 
-// Alloc takes the free record with the lowest index and returns its index
-// and address. The record holds the zero E.
+// Alloc takes the record Free freed last, if it is still free, else the
+// free record with the lowest index, and returns its index and address.
+// The record holds the zero E. The first is a cache of one for records
+// that come and go one at a time (a value set and cancelled): no search
+// of the bitmaps, and the record is warm.
 func (s *Slab[E]) Alloc() (uint32, *E) {
+	if hot := s.hot; hot != 0 {
+		s.hot = 0
+		idx := hot - 1
+		ci, i := int(idx>>chunkBits), int(idx&chunkMask)
+		if ci < len(s.chunks) && s.chunks[ci] != nil {
+			if m := &s.meta[ci]; m.free[i>>6]&(1<<(i&63)) != 0 {
+				m.free[i>>6] &^= 1 << (i & 63)
+				m.used++
+				s.used++
+				if m.used == ChunkSize {
+					s.setOpen(ci, false)
+				}
+				return idx, &s.chunks[ci][i]
+			}
+		}
+	}
 	ci := s.firstOpen()
 	if ci == len(s.chunks) {
 		s.chunks = append(s.chunks, nil)
@@ -131,6 +151,9 @@ func (s *Slab[E]) Free(idx uint32) {
 	s.setOpen(ci, true)
 	if m.used == 0 && ci > 0 {
 		s.release(ci) // chunk 0 stays: a slab in light use never thrashes
+		s.hot = 0
+	} else {
+		s.hot = idx + 1
 	}
 }
 

@@ -7,10 +7,21 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The slab against a map: every record allocated is the lowest free index,
+// The slab against a map: every record allocated is the one freed last, if
+// no Alloc took it since, else the lowest free index,
 // keeps what was stored in it until freed, reads as zero when allocated,
 // and the chunks in use are no more than the highest record needs (plus
 // the empty ones below it, which hold records again first).
+// chunkLive reports whether chunk c has a live index.
+func chunkLive(live map[uint32]uint64, c uint32) bool {
+	for i := range live {
+		if i/ChunkSize == c {
+			return true
+		}
+	}
+	return false
+}
+
 func TestSlabModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var s Slab[uint64]
@@ -20,16 +31,22 @@ func TestSlabModel(t *testing.T) {
 		// (sorted) below it.
 		var holes []uint32
 		top := uint32(0)
+		hot := -1 // the index freed last, until an Alloc takes a record
 		t.Repeat(map[string]func(*rapid.T){
 			"alloc": func(t *rapid.T) {
 				n := rapid.IntRange(1, 3*ChunkSize).Draw(t, "n")
 				for range n {
 					want := top
-					if len(holes) > 0 {
+					if hot >= 0 {
+						want = uint32(hot)
+						at, _ := slices.BinarySearch(holes, want)
+						holes = slices.Delete(holes, at, at+1)
+					} else if len(holes) > 0 {
 						want, holes = holes[0], holes[1:]
 					} else {
 						top++
 					}
+					hot = -1
 					idx, p := s.Alloc()
 					if idx != want {
 						t.Fatalf("Alloc = %d, want the lowest free index %d", idx, want)
@@ -56,6 +73,10 @@ func TestSlabModel(t *testing.T) {
 					delete(live, k)
 					at, _ := slices.BinarySearch(holes, k)
 					holes = slices.Insert(holes, at, k)
+					hot = int(k)
+					if k >= ChunkSize && !chunkLive(live, k/ChunkSize) {
+						hot = -1 // its chunk went back to the garbage collector
+					}
 					if s.Valid(k) {
 						t.Fatalf("record %d valid after Free", k)
 					}

@@ -98,6 +98,7 @@ type Table[E any] struct {
 	open   []uint64
 	used   int
 	gen    uint32 // the last generation handed out
+	hot    uint32 // index + 1 of the slot Free freed last, 0 for none
 	spare  *chunk[E]
 	dir    atomic.Pointer[[]*chunk[E]]
 }
@@ -122,12 +123,23 @@ func (t *Table[E]) Chunks() int {
 	return n
 }
 
-// Alloc takes the free slot with the lowest index, stamps it with a new
-// generation and returns its Handle and record. The record is as the last
+// Alloc takes the slot Free freed last, if it is still free, else the
+// free slot with the lowest index, stamps it with a new generation and
+// returns its Handle and record. The first is the one-slot cache of a
+// table whose records come and go one at a time (a timeout set and
+// cancelled): no search of the bitmaps, and the record is warm. The record is as the last
 // Free left it (Free does not clear it, so that a record may keep what a
 // reader without a lock checks across incarnations), or zero in a new
 // chunk: the caller sets every field it relies on.
 func (t *Table[E]) Alloc() (Handle, *E, error) {
+	if hot := t.hot; hot != 0 {
+		t.hot = 0
+		idx := hot - 1
+		ci, i := int(idx>>chunkBits), int(idx&chunkMask)
+		if ci < len(t.chunks) && t.chunks[ci] != nil && t.meta[ci].free[i>>6]&(1<<(i&63)) != 0 {
+			return t.claim(ci, i)
+		}
+	}
 	ci := t.firstOpen()
 	if ci == len(t.chunks) {
 		if ci<<chunkBits >= MaxLen {
@@ -276,6 +288,9 @@ func (t *Table[E]) Free(h Handle) bool {
 	t.setOpen(ci, true)
 	if t.Shrink && m.used == 0 && ci > 0 {
 		t.release(ci) // chunk 0 stays: a table in light use never thrashes
+		t.hot = 0
+	} else {
+		t.hot = h.Idx + 1
 	}
 	return true
 }

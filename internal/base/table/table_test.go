@@ -10,11 +10,22 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The table against a model: Alloc takes the lowest free index, Take the
+// The table against a model: Alloc takes the index freed last if no
+// Alloc took a slot since and it is free, else the lowest free index, Take the
 // one named, each with a generation newer than every earlier one; a Handle
 // finds its record until it is freed and never after, however the slot is
 // reused; Current, All and Len agree with the model; and with Shrink the
 // chunks in use are no more than the highest record needs.
+// chunkLive reports whether chunk c has a live index.
+func chunkLive(live map[uint32]Handle, c uint32) bool {
+	for i := range live {
+		if i/ChunkSize == c {
+			return true
+		}
+	}
+	return false
+}
+
 func TestTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tab := Table[uint64]{Shrink: rapid.Bool().Draw(t, "shrink")}
@@ -34,7 +45,11 @@ func TestTableModel(t *testing.T) {
 			next++
 		}
 		low := uint32(0) // every index below it is live
+		hot := -1        // the index Free freed last, until an Alloc
 		lowestFree := func() uint32 {
+			if _, used := live[uint32(hot)]; hot >= 0 && !used {
+				return uint32(hot)
+			}
 			for {
 				if _, ok := live[low]; !ok {
 					return low
@@ -50,6 +65,7 @@ func TestTableModel(t *testing.T) {
 						t.Fatalf("NextGen = %d after %d", g, lastGen)
 					}
 					h, p, err := tab.Alloc()
+					hot = -1
 					if err != nil || h.Idx != want {
 						t.Fatalf("Alloc = %v, %v; want index %d", h, err, want)
 					}
@@ -106,6 +122,10 @@ func TestTableModel(t *testing.T) {
 					delete(live, i)
 					delete(val, h)
 					low = min(low, i)
+					hot = int(i)
+					if tab.Shrink && i >= ChunkSize && !chunkLive(live, i/ChunkSize) {
+						hot = -1 // its chunk went back to the garbage collector
+					}
 					if len(dead) == 64 {
 						dead = dead[1:]
 					}
