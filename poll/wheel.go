@@ -50,7 +50,7 @@ func (w *pollWheel) init(tick time.Duration, slots int, wake func()) {
 // that came due. Consumer only. The check of an empty wheel is inlined
 // here: pollOnce calls expire twice per pass, wheel or no wheel.
 func (w *pollWheel) expire() {
-	if w.Pending() != 0 {
+	if w.Busy() {
 		w.expireDue()
 	}
 }

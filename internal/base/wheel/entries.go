@@ -47,8 +47,18 @@ func (w *Wheel) CancelLocked(id ID) (key uint64, ok bool) {
 // Wake wakes a sleeping consumer, as AddLocked asked. Not under mu.
 func (w *Wheel) Wake() { w.wake() }
 
-// Pending is the number of entries in the wheel, read without mu.
-func (w *Wheel) Pending() int64 { return w.count.Load() }
+// Pending is the number of entries in the wheel. Takes mu.
+func (w *Wheel) Pending() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count.Load() + int64(len(w.staged))
+}
+
+// Busy reports, without mu, whether the wheel may hold an entry: the
+// consumer's test before it takes mu to Expire. It may say true of an
+// empty wheel (a staged entry removed since), never false of one that
+// holds an entry added before the call.
+func (w *Wheel) Busy() bool { return w.count.Load() != 0 || w.stagedAny.Load() }
 
 // Totals returns the number of entries that have fired and that were
 // cancelled since Init, of every owner.
@@ -123,22 +133,16 @@ func (w *Wheel) insert(idx int32, e *entry) int64 {
 	return w.slotStart(l, s)
 }
 
-// unlink takes entry idx out of its slot: the slot's last entry takes its
-// place in the vector.
+// unlink takes entry idx out of its slot or out of staged: the last
+// entry of the vector takes its place.
 func (w *Wheel) unlink(idx int32, e *entry) {
+	if e.where == stagedWhere {
+		w.staged = w.unlinkFrom(w.staged, idx, e)
+		return
+	}
 	pos := int64(e.where)
-	v := w.slotv[pos]
-	last := int32(len(v) - 1)
-	if debugChecks && (e.pos < 0 || e.pos > last || v[e.pos] != idx) {
-		corrupted("entry is not in the slot it names (invariant 1)")
-	}
-	if e.pos != last {
-		moved := v[last]
-		v[e.pos] = moved
-		w.get(moved).pos = e.pos
-	}
-	v = v[:last]
-	if last == 0 {
+	v := w.unlinkFrom(w.slotv[pos], idx, e)
+	if len(v) == 0 {
 		w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
 		if cap(v) > slotKeep {
 			v = nil
@@ -148,28 +152,72 @@ func (w *Wheel) unlink(idx int32, e *entry) {
 		v = append([]int32(nil), v...) // give back what a burst of cancels left
 	}
 	w.slotv[pos] = v
-	e.pos = noEntry
 	w.count.Add(-1)
 }
 
-// schedule inserts a new entry and says whether to wake a consumer
-// sleeping past its slot's start (invariant 5). now is the current tick,
-// read with the deadline. The caller wakes it once mu is released.
+// unlinkFrom takes entry idx out of v, the vector it is in, by moving
+// v's last entry to its place, and returns v one shorter.
+func (w *Wheel) unlinkFrom(v []int32, idx int32, e *entry) []int32 {
+	last := int32(len(v) - 1)
+	if debugChecks && (e.pos < 0 || e.pos > last || v[e.pos] != idx) {
+		corrupted("entry is not in the slot it names (invariant 1)")
+	}
+	if e.pos != last {
+		moved := v[last]
+		v[e.pos] = moved
+		w.get(moved).pos = e.pos
+	}
+	e.pos = noEntry
+	return v[:last]
+}
+
+// schedule stages a new entry (invariant 7) and says whether to wake a
+// consumer sleeping past its due tick (invariant 5). now is the current
+// tick, read with the deadline. The caller wakes it once mu is released.
 func (w *Wheel) schedule(owner uint16, key uint64, deadline, now int64) (ID, bool, error) {
-	if w.count.Load() == 0 && w.cur < now {
+	if w.count.Load() == 0 && len(w.staged) == 0 && w.cur < now {
 		w.cur = now // nothing placed relative to the old cur: catch up for free
 	}
 	h, e, err := w.newEntry(owner, key, deadline)
 	if err != nil {
 		return ID{}, false, err
 	}
-	start := w.insert(int32(h.Idx), e)
-	w.count.Add(1)
-	wake := w.sleeping && start < w.sleepDue
+	e.where, e.pos = stagedWhere, int32(len(w.staged))
+	w.staged = append(w.staged, int32(h.Idx))
+	if !w.stagedAny.Load() {
+		w.stagedAny.Store(true)
+	}
+	wake := w.sleeping && max(w.dueOf(e), w.cur+1) < w.sleepDue
 	if wake {
 		w.sleeping = false
 	}
 	return ID{h}, wake, nil
+}
+
+// placeStaged puts every staged entry in its slot, but those due by tick
+// now, which join due (Expire fires them): a consumer that reads the clock
+// passes its tick, else cur (SleepTimeout places each due entry at cur+1,
+// whose start has passed, so that the consumer does not sleep). mu held.
+func (w *Wheel) placeStaged(now int64) {
+	placed := 0
+	for _, idx := range w.staged {
+		e := w.get(idx)
+		if now > w.cur && w.dueOf(e) <= now {
+			h, _, _ := w.entries.Current(uint32(idx))
+			e.pos = noEntry
+			w.due = append(w.due, dueEntry{e.deadline, h.Gen, idx})
+			continue
+		}
+		w.insert(idx, e)
+		placed++
+	}
+	w.count.Add(int64(placed))
+	if cap(w.staged) > slotKeep {
+		w.staged = nil
+	} else {
+		w.staged = w.staged[:0]
+	}
+	w.stagedAny.Store(false)
 }
 
 // cancel takes owner's pending entry id out of the wheel and frees it.

@@ -41,7 +41,7 @@ func (w *Wheel) next() (level int, s, start int64, ok bool) {
 // come move down. Consumer only. An empty wheel costs one atomic load,
 // inlined into the caller: a Poll asks twice per pass.
 func (w *Wheel) Expire() {
-	if w.count.Load() != 0 {
+	if w.Busy() {
 		w.expire()
 	}
 }
@@ -49,8 +49,14 @@ func (w *Wheel) Expire() {
 func (w *Wheel) expire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
 	now := w.now()
-	if now <= w.cur || w.closed {
+	if w.stagedAny.Load() {
+		w.placeStaged(now)
+	}
+	if now <= w.cur {
 		return
 	}
 	for {
@@ -156,6 +162,9 @@ func (w *Wheel) fireDue() {
 func (w *Wheel) SleepTimeout(timeout time.Duration) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stagedAny.Load() {
+		w.placeStaged(w.cur)
+	}
 	_, _, start, ok := w.next()
 	if !ok {
 		start = math.MaxInt64
@@ -185,6 +194,8 @@ func (w *Wheel) Close() {
 	defer w.mu.Unlock()
 	w.closed = true
 	w.entries.Reset()
+	w.staged = nil
+	w.stagedAny.Store(false)
 	for i := range w.slotv {
 		w.slotv[i] = nil
 	}

@@ -40,7 +40,7 @@
 //
 // Invariants (all under mu):
 //  1. An entry is in exactly one slot (where names it, and
-//     slotv[where][pos] is its index) or free. When it fires it is freed
+//     slotv[where][pos] is its index), or staged (invariant 7), or free. When it fires it is freed
 //     (a Queue's key joins its expired ring; owner 0's key goes to the
 //     fire callback), so a stale ID names nothing from then on.
 //  2. Bit s of levels[l].occupied is set iff slot s of level l has an
@@ -49,9 +49,9 @@
 //     that levelFor and slotFor give for its due tick relative to cur (cur
 //     only moves to the start of the earliest occupied slot, or past every
 //     slot start, so placements stay true).
-//  4. count is the number of entries in slots whenever mu is free; it is
-//     also read without mu (atomic), so that a Poll with nothing pending
-//     pays nothing. Expire adjusts it once per slot it takes, not once per
+//  4. count is the number of entries in slots (not staged) whenever mu is
+//     free; it is also read without mu (atomic), with stagedAny, so that
+//     a Poll with nothing pending pays nothing. Expire adjusts it once per slot it takes, not once per
 //     entry.
 //  5. While sleeping is set, the consumer sleeps until tick sleepDue at the
 //     latest; an insertion whose slot starts earlier wakes it, since it
@@ -61,6 +61,16 @@
 //     counter of 2^31 - 1 values, so a stale ID, once its entry is freed
 //     and reused, never matches in practice. They also order allocations,
 //     which orders the entries that fire in the same nanosecond.
+//  7. A new entry is staged: its index goes in staged (where is
+//     stagedWhere, pos its place there) and no level knows it, until the
+//     consumer's next look (Expire, SleepTimeout) places it, or fires it
+//     if it is due by then. stagedAny is set while staged is not empty
+//     (it may stay set after a Remove emptied it, until that look). So a
+//     deadline set and removed between two looks, the common case of a
+//     timeout whose reply came, costs an append and a swap, and a
+//     consumer that looks once per tick places each deadline once. While
+//     the consumer sleeps, an entry due before sleepDue wakes it
+//     (invariant 5), which is all the levels would have done.
 //
 // Lock order: a Queue's mu, then the Poll's locks (a Registration's mu),
 // then the wheel's mu, a leaf: nothing called under it takes another lock
@@ -81,21 +91,26 @@ import (
 // Wheel is one Poll's timing wheel. The zero Wheel is not usable: call
 // Init once before anything else.
 type Wheel struct {
-	mu       sync.Mutex
-	tick     time.Duration
-	perTick  divider // divides by tick (times are never negative)
-	origin   time.Time
-	bits     uint  // log2 of slots per level
-	slots    int64 // slots per level
-	levels   []level
-	slotv    [][]int32 // the entries of each slot l*slots+s, in no order (invariant 1)
-	cur      int64     // the last tick the consumer has brought the wheel to (see invariant 3)
-	count    atomic.Int64
-	sleeping bool
-	sleepDue int64
-	closed   bool
-	wake     func()
-	fire     func(key uint64) // owner 0's due entries, under mu
+	mu      sync.Mutex
+	tick    time.Duration
+	perTick divider // divides by tick (times are never negative)
+	origin  time.Time
+	bits    uint  // log2 of slots per level
+	slots   int64 // slots per level
+	levels  []level
+	slotv   [][]int32 // the entries of each slot l*slots+s, in no order (invariant 1)
+	cur     int64     // the last tick the consumer has brought the wheel to (see invariant 3)
+	count   atomic.Int64
+	// staged holds the entries added since the consumer last looked, in
+	// no order (invariant 7); stagedAny says, without mu, that it may not
+	// be empty.
+	staged    []int32
+	stagedAny atomic.Bool
+	sleeping  bool
+	sleepDue  int64
+	closed    bool
+	wake      func()
+	fire      func(key uint64) // owner 0's due entries, under mu
 
 	entries table.Table[entry]
 	owners  []owner // by owner id; 0 is the wheel user's own (fire)
@@ -120,7 +135,7 @@ type entry struct {
 	deadline int64  // nanoseconds since origin
 	key      uint64 // the owner's: a Registration's delay slot or a Queue key
 	pos      int32  // its index in slotv[where]
-	where    uint16 // its slot: l*slots+s
+	where    uint16 // its slot: l*slots+s, or stagedWhere
 	owner    uint16
 }
 
@@ -134,7 +149,8 @@ const slotKeep = 256
 const slotFirst = 16
 
 const (
-	ownerDirect = 0 // the wheel user's own entries, handed to fire
+	stagedWhere = math.MaxUint16 // entry.where of a staged entry (invariant 7)
+	ownerDirect = 0              // the wheel user's own entries, handed to fire
 	maxOwners   = math.MaxUint16
 	noEntry     = -1
 )
