@@ -3,7 +3,7 @@
 // pointer (the timing wheel, the timer package's values).
 //
 // Records live in chunks of ChunkSize. Alloc takes the free record with
-// the lowest index (or the one freed last, a cache of one), so records in
+// the lowest index (or the one Free cached, a cache of one), so records in
 // use gather in the low chunks, and a chunk left empty after a burst is
 // given back to the garbage collector (but chunk 0, which a slab in light
 // use lives in, and one empty chunk kept as a spare, so that a load that
@@ -46,7 +46,10 @@ type Slab[E any] struct {
 	open   []uint64
 	used   int
 	spare  *[ChunkSize]E
-	hot    uint32 // index + 1 of the record Free freed last, 0 for none
+	// hot is the index + 1 of a record Free freed (it holds the zero E)
+	// and kept claimed in its chunk (its bit and meta count it in use;
+	// used does not), for the next Alloc: a cache of one. 0 for none.
+	hot uint32
 }
 
 type chunkMeta struct {
@@ -69,27 +72,16 @@ func (s *Slab[E]) Chunks() int {
 	return n
 }
 
-// Alloc takes the record Free freed last, if it is still free, else the
-// free record with the lowest index, and returns its index and address.
-// The record holds the zero E. The first is a cache of one for records
-// that come and go one at a time (a value set and cancelled): no search
-// of the bitmaps, and the record is warm.
+// Alloc takes the record Free cached (the first one freed since an Alloc
+// took the cache), else the free record with the lowest index, and returns
+// its index and address. The record holds the zero E. The cache serves
+// records that come and go one at a time (a value set and cancelled): no
+// search of the bitmaps, and the record is warm.
 func (s *Slab[E]) Alloc() (uint32, *E) {
 	if hot := s.hot; hot != 0 {
 		s.hot = 0
-		idx := hot - 1
-		ci, i := int(idx>>chunkBits), int(idx&chunkMask)
-		if ci < len(s.chunks) && s.chunks[ci] != nil {
-			if m := &s.meta[ci]; m.free[i>>6]&(1<<(i&63)) != 0 {
-				m.free[i>>6] &^= 1 << (i & 63)
-				m.used++
-				s.used++
-				if m.used == ChunkSize {
-					s.setOpen(ci, false)
-				}
-				return idx, &s.chunks[ci][i]
-			}
-		}
+		s.used++
+		return hot - 1, &s.chunks[(hot-1)>>chunkBits][(hot-1)&chunkMask]
 	}
 	ci := s.firstOpen()
 	if ci == len(s.chunks) {
@@ -133,27 +125,40 @@ func (s *Slab[E]) Valid(idx uint32) bool {
 		return false
 	}
 	i := idx & chunkMask
-	return s.meta[ci].free[i>>6]&(1<<(i&63)) == 0
+	return s.meta[ci].free[i>>6]&(1<<(i&63)) == 0 && idx+1 != s.hot
 }
 
 // Free returns record idx, which must be in use, to the slab and clears
-// it.
+// it. If no record is cached (hot), it keeps this one for the next Alloc.
 func (s *Slab[E]) Free(idx uint32) {
+	var zero E
+	s.chunks[idx>>chunkBits][idx&chunkMask] = zero
+	s.used--
+	if s.hot == 0 {
+		s.hot = idx + 1
+		return
+	}
+	s.unclaim(idx)
+}
+
+// unclaim returns record idx, cleared already, to its chunk's bitmap.
+func (s *Slab[E]) unclaim(idx uint32) {
 	ci := int(idx >> chunkBits)
 	i := int(idx & chunkMask)
-	var zero E
-	s.chunks[ci][i] = zero
 	m := &s.meta[ci]
 	m.free[i>>6] |= 1 << (i & 63)
 	m.hint = min(m.hint, i>>6)
 	m.used--
-	s.used--
-	s.setOpen(ci, true)
+	if m.used == ChunkSize-1 {
+		s.setOpen(ci, true) // it was full
+	}
+	if hot := s.hot; m.used == 1 && hot != 0 && int((hot-1)>>chunkBits) == ci && ci > 0 {
+		s.hot = 0 // the cached record alone would keep the chunk
+		s.unclaim(hot - 1)
+		return
+	}
 	if m.used == 0 && ci > 0 {
 		s.release(ci) // chunk 0 stays: a slab in light use never thrashes
-		s.hot = 0
-	} else {
-		s.hot = idx + 1
 	}
 }
 

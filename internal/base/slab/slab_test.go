@@ -7,8 +7,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The slab against a map: every record allocated is the one freed last, if
-// no Alloc took it since, else the lowest free index,
+// The slab against a map: every record allocated is the one Free cached
+// (the first freed since an Alloc took the cache), else the lowest free
+// index,
 // keeps what was stored in it until freed, reads as zero when allocated,
 // and the chunks in use are no more than the highest record needs (plus
 // the empty ones below it, which hold records again first).
@@ -31,7 +32,7 @@ func TestSlabModel(t *testing.T) {
 		// (sorted) below it.
 		var holes []uint32
 		top := uint32(0)
-		hot := -1 // the index freed last, until an Alloc takes a record
+		hot := -1 // the record Free cached (the first freed since an Alloc took the cache)
 		t.Repeat(map[string]func(*rapid.T){
 			"alloc": func(t *rapid.T) {
 				n := rapid.IntRange(1, 3*ChunkSize).Draw(t, "n")
@@ -39,8 +40,6 @@ func TestSlabModel(t *testing.T) {
 					want := top
 					if hot >= 0 {
 						want = uint32(hot)
-						at, _ := slices.BinarySearch(holes, want)
-						holes = slices.Delete(holes, at, at+1)
 					} else if len(holes) > 0 {
 						want, holes = holes[0], holes[1:]
 					} else {
@@ -71,11 +70,17 @@ func TestSlabModel(t *testing.T) {
 				for _, k := range keys[:n] {
 					s.Free(k)
 					delete(live, k)
-					at, _ := slices.BinarySearch(holes, k)
-					holes = slices.Insert(holes, at, k)
-					hot = int(k)
-					if k >= ChunkSize && !chunkLive(live, k/ChunkSize) {
-						hot = -1 // its chunk went back to the garbage collector
+					if hot < 0 {
+						hot = int(k)
+					} else {
+						at, _ := slices.BinarySearch(holes, k)
+						holes = slices.Insert(holes, at, k)
+						if c := k / ChunkSize; c > 0 && uint32(hot)/ChunkSize == c && !chunkLive(live, c) {
+							// The cached record alone would keep the chunk.
+							at, _ := slices.BinarySearch(holes, uint32(hot))
+							holes = slices.Insert(holes, at, uint32(hot))
+							hot = -1
+						}
 					}
 					if s.Valid(k) {
 						t.Fatalf("record %d valid after Free", k)
@@ -93,6 +98,10 @@ func TestSlabModel(t *testing.T) {
 					}
 					hi = max(hi, int(k))
 				}
+				if hot >= 0 && s.Valid(uint32(hot)) {
+					t.Fatalf("cached record %d valid", hot)
+				}
+				hi = max(hi, hot) // the cached record keeps its chunk
 				need := 0
 				if hi >= 0 {
 					need = hi/ChunkSize + 1

@@ -10,8 +10,8 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The table against a model: Alloc takes the index freed last if no
-// Alloc took a slot since and it is free, else the lowest free index, Take the
+// The table against a model: Alloc takes the slot Free cached (the first
+// freed since an Alloc or Take took the cache), else the lowest free index, Take the
 // one named, each with a generation newer than every earlier one; a Handle
 // finds its record until it is freed and never after, however the slot is
 // reused; Current, All and Len agree with the model; and with Shrink the
@@ -45,9 +45,9 @@ func TestTableModel(t *testing.T) {
 			next++
 		}
 		low := uint32(0) // every index below it is live
-		hot := -1        // the index Free freed last, until an Alloc
+		hot := -1        // the slot Free cached (the first freed since an Alloc or Take took it)
 		lowestFree := func() uint32 {
-			if _, used := live[uint32(hot)]; hot >= 0 && !used {
+			if hot >= 0 {
 				return uint32(hot)
 			}
 			for {
@@ -75,6 +75,9 @@ func TestTableModel(t *testing.T) {
 			"take": func(t *rapid.T) {
 				idx := rapid.Uint32Range(0, 3*ChunkSize).Draw(t, "idx")
 				h, p, err := tab.Take(idx)
+				if int(idx) == hot {
+					hot = -1
+				}
 				if _, used := live[idx]; used {
 					if !errors.Is(err, ErrInUse) {
 						t.Fatalf("Take(%d) of a slot in use = %v, %v", idx, h, err)
@@ -121,10 +124,14 @@ func TestTableModel(t *testing.T) {
 					}
 					delete(live, i)
 					delete(val, h)
+					if hot < 0 {
+						hot = int(i)
+						continue
+					}
 					low = min(low, i)
-					hot = int(i)
-					if tab.Shrink && i >= ChunkSize && !chunkLive(live, i/ChunkSize) {
-						hot = -1 // its chunk went back to the garbage collector
+					if c := i / ChunkSize; tab.Shrink && c > 0 && uint32(hot)/ChunkSize == c && !chunkLive(live, c) {
+						low = min(low, uint32(hot)) // the cached slot alone would keep the chunk
+						hot = -1
 					}
 					if len(dead) == 64 {
 						dead = dead[1:]
@@ -167,7 +174,7 @@ func TestTableModel(t *testing.T) {
 					t.Fatalf("All yielded %d slots, want %d", n, len(live))
 				}
 				if tab.Shrink {
-					hi := -1
+					hi := hot // the cached slot keeps its chunk
 					for i := range live {
 						hi = max(hi, int(i))
 					}
