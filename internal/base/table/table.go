@@ -292,14 +292,20 @@ func (t *Table[E]) Free(h Handle) bool {
 	if _, ok := t.Lookup(h); !ok {
 		return false
 	}
+	t.FreeFound(h)
+	return true
+}
+
+// FreeFound is Free of a Handle the caller has just found naming a record
+// (Lookup, Current), without looking again.
+func (t *Table[E]) FreeFound(h Handle) {
 	t.chunks[h.Idx>>chunkBits][h.Idx&chunkMask].gen = 0
 	t.used--
 	if t.hot == 0 {
 		t.hot = h.Idx + 1
-		return true
+		return
 	}
 	t.release(h.Idx)
-	return true
 }
 
 // release returns slot idx, whose gen is 0 already, to its chunk's bitmap.

@@ -23,11 +23,11 @@ func (w *Wheel) Unlock() { w.mu.Unlock() }
 func (w *Wheel) ClosedLocked() bool { return w.closed }
 
 // AddLocked schedules an entry of owner 0 carrying key, at deadline (from
-// DeadlineAfter, with now). It returns its ID and whether to call Wake
+// DeadlineAfter, with at). It returns its ID and whether to call Wake
 // once mu is released (invariant 5), or ErrTooMany. The wheel must not be
 // closed. mu held.
-func (w *Wheel) AddLocked(key uint64, deadline, now int64) (ID, bool, error) {
-	return w.schedule(ownerDirect, key, deadline, now)
+func (w *Wheel) AddLocked(key uint64, deadline, at int64) (ID, bool, error) {
+	return w.schedule(ownerDirect, key, deadline, at)
 }
 
 // PendingLocked reports whether id names an entry of owner 0 that has not
@@ -98,7 +98,7 @@ func (w *Wheel) get(idx int32) *entry {
 // freeEntry returns entry h, which is in no slot, to the table.
 func (w *Wheel) freeEntry(h table.Handle, e *entry) {
 	w.owners[e.owner].refs--
-	w.entries.Free(h)
+	w.entries.FreeFound(h)
 }
 
 // lookup returns the entry id names, if it is still allocated.
@@ -172,11 +172,13 @@ func (w *Wheel) unlinkFrom(v []int32, idx int32, e *entry) []int32 {
 }
 
 // schedule stages a new entry (invariant 7) and says whether to wake a
-// consumer sleeping past its due tick (invariant 5). now is the current
-// tick, read with the deadline. The caller wakes it once mu is released.
-func (w *Wheel) schedule(owner uint16, key uint64, deadline, now int64) (ID, bool, error) {
-	if w.count.Load() == 0 && len(w.staged) == 0 && w.cur < now {
-		w.cur = now // nothing placed relative to the old cur: catch up for free
+// consumer sleeping past its due tick (invariant 5). at is the reading of
+// the clock the deadline was taken from. The caller wakes it once mu is
+// released.
+func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool, error) {
+	if w.count.Load() == 0 && len(w.staged) == 0 {
+		// Nothing is placed relative to the old cur: catch up for free.
+		w.cur = max(w.cur, int64(w.perTick.div(uint64(at))))
 	}
 	h, e, err := w.newEntry(owner, key, deadline)
 	if err != nil {

@@ -91,7 +91,7 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 	if err != nil {
 		return ID{}, err
 	}
-	deadline, now := w.DeadlineAfter(d)
+	deadline, at := w.DeadlineAfter(d)
 	w.mu.Lock()
 	if w.closed || w.owners[id].closed {
 		w.mu.Unlock()
@@ -102,7 +102,7 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 		w.mu.Unlock()
 		return ID{}, err
 	}
-	eid, wake, err := w.schedule(id, key, deadline, now)
+	eid, wake, err := w.schedule(id, key, deadline, at)
 	w.mu.Unlock()
 	if wake {
 		w.wake()
@@ -120,10 +120,10 @@ func (q *Queue) Remove(eid ID, gone func(key uint64)) (key uint64, ok bool) {
 		return 0, false
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if key, ok = w.cancel(id, eid); ok && gone != nil {
-		gone(key)
+		gone(key) // does not panic: it runs the caller's bookkeeping only
 	}
+	w.mu.Unlock()
 	return key, ok
 }
 

@@ -193,16 +193,15 @@ func (w *Wheel) Init(tick time.Duration, slots int, wake func(), fire func(key u
 func (w *Wheel) now() int64 { return int64(w.perTick.div(uint64(time.Since(w.origin)))) }
 
 // DeadlineAfter is the deadline d from now, in nanoseconds since origin,
-// saturated rather than wrapped, and the current tick (from the same
-// reading of the clock: one reading per deadline). It needs no lock: read
-// the clock before taking mu, and hand both to AddLocked.
-func (w *Wheel) DeadlineAfter(d time.Duration) (deadline, now int64) {
-	at := time.Since(w.origin)
-	now = int64(w.perTick.div(uint64(at)))
-	if d > math.MaxInt64-at {
-		return math.MaxInt64, now
+// saturated rather than wrapped, and the reading of the clock it was taken
+// from (at, nanoseconds since origin: one reading per deadline). It needs
+// no lock: read the clock before taking mu, and hand both to AddLocked.
+func (w *Wheel) DeadlineAfter(d time.Duration) (deadline, at int64) {
+	now := time.Since(w.origin)
+	if d > math.MaxInt64-now {
+		return math.MaxInt64, int64(now)
 	}
-	return int64(at + d), now
+	return int64(now + d), int64(now)
 }
 
 // dueTick is the tick at which a deadline is due: ceil(deadline/tick).
