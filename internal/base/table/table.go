@@ -116,6 +116,10 @@ type chunkMeta struct {
 // Len returns the number of slots in use.
 func (t *Table[E]) Len() int { return t.used }
 
+// Span returns one more than the highest index a slot in use may have:
+// the chunks the table addresses, times ChunkSize.
+func (t *Table[E]) Span() uint32 { return uint32(len(t.chunks)) << chunkBits }
+
 // Chunks returns the number of chunks allocated, for tests and statistics.
 func (t *Table[E]) Chunks() int {
 	n := 0

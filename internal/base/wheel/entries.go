@@ -79,7 +79,9 @@ func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (table.Handle
 		return h, nil, ErrTooMany
 	}
 	*e = entry{deadline: deadline, key: key, pos: noEntry, owner: owner}
-	w.owners[owner].refs++
+	o := &w.owners[owner]
+	o.refs++
+	o.chunkBit(h.Idx)
 	return h, e, nil
 }
 

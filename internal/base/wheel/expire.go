@@ -90,9 +90,10 @@ func (w *Wheel) takeSlot(l int, s, start int64) {
 		if debugChecks && (e == nil || int64(e.where) != pos) {
 			corrupted("entry in a slot other than the one it names (invariant 1)")
 		}
+		if debugChecks && w.owners[e.owner].closed {
+			corrupted("an entry of a closed owner is in a slot (closeOwner frees them)")
+		}
 		switch {
-		case w.owners[e.owner].closed:
-			w.freeEntry(h, e)
 		case w.dueOf(e) <= w.cur:
 			w.due = append(w.due, dueEntry{e.deadline, h.Gen, idx})
 		default:
