@@ -68,6 +68,14 @@ func (w *Wheel) Totals() (fired, cancelled uint64) {
 	return w.expired, w.cancelled
 }
 
+// ClockReads is the number of times the consumer has read the clock
+// (Expire, SleepTimeout), for tests of how often a pass does.
+func (w *Wheel) ClockReads() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reads
+}
+
 // ErrTooMany: the wheel holds as many entries as its table can name
 // (2^31), which no program has the memory for.
 var ErrTooMany = errors.New("unipoll: timing wheel full")

@@ -38,21 +38,25 @@ func (w *Wheel) next() (level int, s, start int64, ok bool) {
 // Expire brings the wheel to the current tick: every entry that has come
 // due fires (owner 0's keys go to fire, a Queue's join its expired ring,
 // in deadline order), and entries of slots above level 0 whose start has
-// come move down. Consumer only. An empty wheel costs one atomic load,
-// inlined into the caller: a Poll asks twice per pass.
+// come move down. Consumer only. An empty wheel costs two atomic loads,
+// inlined into the caller. It reads the clock; ExpireWith shares one
+// reading with the pass's SleepTimeout.
 func (w *Wheel) Expire() {
 	if w.Busy() {
-		w.expire()
+		var r Reading
+		w.ExpireWith(&r)
 	}
 }
 
-func (w *Wheel) expire() {
+// ExpireWith is Expire at the tick of r (read now, if r has no reading
+// yet). The caller checks Busy first.
+func (w *Wheel) ExpireWith(r *Reading) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	now := w.now()
+	now := int64(w.perTick.div(uint64(w.read(r))))
 	if w.stagedAny.Load() {
 		w.placeStaged(now)
 	}
@@ -157,10 +161,11 @@ func (w *Wheel) fireDue() {
 }
 
 // SleepTimeout shortens the consumer's timeout to the start of the next
-// occupied slot and records that the consumer sleeps until then. It returns
-// the timeout and whether the wheel shortened it. Consumer only; pair with
-// Awake.
-func (w *Wheel) SleepTimeout(timeout time.Duration) (time.Duration, bool) {
+// occupied slot, counted from r (read now if r has no reading and the
+// wheel holds an entry), and records that the consumer sleeps until then.
+// It returns the timeout and whether the wheel shortened it. Consumer
+// only; pair with Awake.
+func (w *Wheel) SleepTimeout(timeout time.Duration, r *Reading) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stagedAny.Load() {
@@ -174,7 +179,7 @@ func (w *Wheel) SleepTimeout(timeout time.Duration) (time.Duration, bool) {
 	if !ok {
 		return timeout, false
 	}
-	until := w.untilTick(start)
+	until := w.untilTick(start, r)
 	if timeout >= 0 && timeout <= until {
 		return timeout, false
 	}

@@ -121,6 +121,7 @@ type Wheel struct {
 
 	// Totals for Totals.
 	expired, cancelled uint64
+	reads              uint64 // clock readings of the consumer (ClockReads)
 	taken              uint64 // entries Expire took from slots (tests)
 	touched            int64  // see touch
 }
@@ -189,8 +190,25 @@ func (w *Wheel) Init(tick time.Duration, slots int, wake func(), fire func(key u
 	w.wake, w.fire = wake, fire
 }
 
-// now is the current tick: whole ticks since origin.
-func (w *Wheel) now() int64 { return int64(w.perTick.div(uint64(time.Since(w.origin)))) }
+// Reading is one reading of the wheel's clock, taken when a call first
+// needs it and shared by the calls of one pass of the consumer (Expire,
+// SleepTimeout), so that a pass reads the clock once. A reading only ever
+// lags the clock, so a call that uses one is never early; it is late by
+// no more than the time since the reading, which the consumer keeps short
+// (a new Reading after it slept). The zero Reading has none yet.
+type Reading struct {
+	at int64 // nanoseconds since origin
+	ok bool
+}
+
+// read returns r's reading, taking it now if r has none. mu held.
+func (w *Wheel) read(r *Reading) int64 {
+	if !r.ok {
+		r.at, r.ok = int64(time.Since(w.origin)), true
+		w.reads++
+	}
+	return r.at
+}
 
 // DeadlineAfter is the deadline d from now, in nanoseconds since origin,
 // saturated rather than wrapped, and the reading of the clock it was taken
@@ -261,12 +279,12 @@ func (w *Wheel) slotStart(level int, s int64) int64 {
 	return start
 }
 
-// untilTick is the time from now to the start of tick due, never negative,
+// untilTick is the time from the reading r to the start of tick due, never negative,
 // and saturated at the largest Duration rather than wrapping: a delay of
 // centuries on a coarse tick must not become a timeout of zero.
-func (w *Wheel) untilTick(due int64) time.Duration {
+func (w *Wheel) untilTick(due int64, r *Reading) time.Duration {
 	if due > int64(math.MaxInt64/w.tick) {
 		return math.MaxInt64
 	}
-	return max(time.Duration(due)*w.tick-time.Since(w.origin), 0)
+	return max(time.Duration(due)*w.tick-time.Duration(w.read(r)), 0)
 }
