@@ -186,9 +186,9 @@ func (w *Wheel) unlinkFrom(v []int32, idx int32, e *entry) []int32 {
 // the clock the deadline was taken from. The caller wakes it once mu is
 // released.
 func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool, error) {
-	if w.count.Load() == 0 && len(w.staged) == 0 {
+	if w.count.Load() == 0 && len(w.staged) == 0 && at >= (w.cur+1)*int64(w.tick) {
 		// Nothing is placed relative to the old cur: catch up for free.
-		w.cur = max(w.cur, int64(w.perTick.div(uint64(at))))
+		w.cur = int64(w.perTick.div(uint64(at)))
 	}
 	h, e, err := w.newEntry(owner, key, deadline)
 	if err != nil {
