@@ -80,19 +80,6 @@ func (w *Wheel) ClockReads() uint64 {
 // (2^31), which no program has the memory for.
 var ErrTooMany = errors.New("unipoll: timing wheel full")
 
-// newEntry allocates an entry for owner, with key and deadline.
-func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (table.Handle, *entry, error) {
-	h, e, err := w.entries.Alloc()
-	if err != nil {
-		return h, nil, ErrTooMany
-	}
-	*e = entry{deadline: deadline, key: key, pos: noEntry, owner: owner}
-	o := &w.owners[owner]
-	o.refs++
-	o.chunkBit(h.Idx)
-	return h, e, nil
-}
-
 // get returns entry idx, which is in a slot (invariant 1), by index
 // alone: a slot's vector holds indexes, checked against their generation
 // when they were named by an ID.
@@ -190,11 +177,14 @@ func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool
 		// Nothing is placed relative to the old cur: catch up for free.
 		w.cur = int64(w.perTick.div(uint64(at)))
 	}
-	h, e, err := w.newEntry(owner, key, deadline)
+	h, e, err := w.entries.Alloc()
 	if err != nil {
-		return ID{}, false, err
+		return ID{}, false, ErrTooMany
 	}
-	e.where, e.pos = stagedWhere, int32(len(w.staged))
+	*e = entry{deadline: deadline, key: key, pos: int32(len(w.staged)), where: stagedWhere, owner: owner}
+	o := &w.owners[owner]
+	o.refs++
+	o.chunkBit(h.Idx)
 	w.staged = append(w.staged, int32(h.Idx))
 	if !w.stagedAny.Load() {
 		w.stagedAny.Store(true)
@@ -234,14 +224,21 @@ func (w *Wheel) placeStaged(now int64) {
 
 // cancel takes owner's pending entry id out of the wheel and frees it.
 func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
-	idx, e, ok := w.lookup(id)
+	e, ok := w.entries.Lookup(id.h)
 	if !ok || e.owner != owner {
 		return 0, false // fired (and freed), cancelled, or another owner's
 	}
-	key = e.key
-	w.unlink(idx, e)
-	w.freeEntry(id.h, e)
+	idx := int32(id.h.Idx)
+	if e.where == stagedWhere {
+		w.staged = w.unlinkFrom(w.staged, idx, e) // the common case, inlined
+	} else {
+		w.unlink(idx, e)
+	}
+	o := &w.owners[owner]
+	o.refs--
+	o.cancels++
 	w.cancelled++
-	w.owners[owner].cancels++
+	key = e.key
+	w.entries.FreeFound(id.h)
 	return key, true
 }

@@ -94,10 +94,11 @@ func (q *Queue) bound() (*Wheel, uint16, error) {
 // the deadline; if it returns an error, nothing is added and Add returns
 // that error.
 func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) {
-	w, id, err := q.bound()
-	if err != nil {
-		return ID{}, err
+	w := q.w.Load()
+	if w == nil {
+		return ID{}, q.unbound()
 	}
+	id := q.id
 	deadline, at := w.DeadlineAfter(d)
 	w.mu.Lock()
 	if w.closed || q.closed {
@@ -122,10 +123,11 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 // mutex. It returns false for a deadline that has passed (even one not yet
 // taken), was removed already, or is another Queue's.
 func (q *Queue) Remove(eid ID, gone func(key uint64)) (key uint64, ok bool) {
-	w, id, err := q.bound()
-	if err != nil {
+	w := q.w.Load()
+	if w == nil {
 		return 0, false
 	}
+	id := q.id
 	w.mu.Lock()
 	if q.closed {
 		w.mu.Unlock()
