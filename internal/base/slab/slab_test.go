@@ -7,12 +7,6 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The slab against a map: every record allocated is the one Free cached
-// (the first freed since an Alloc took the cache), else the lowest free
-// index,
-// keeps what was stored in it until freed, reads as zero when allocated,
-// and the chunks in use are no more than the highest record needs (plus
-// the empty ones below it, which hold records again first).
 // chunkLive reports whether chunk c has a live index.
 func chunkLive(live map[uint32]uint64, c uint32) bool {
 	for i := range live {
@@ -23,6 +17,12 @@ func chunkLive(live map[uint32]uint64, c uint32) bool {
 	return false
 }
 
+// The slab against a map: every record allocated is the one Free cached
+// (the first freed since an Alloc took the cache), else the lowest free
+// index, keeps what was stored in it until freed, reads as zero when
+// allocated, and the chunks in use are no more than the highest record,
+// or the cached one, needs (plus the empty ones below it, which hold
+// records again first).
 func TestSlabModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var s Slab[uint64]

@@ -10,12 +10,6 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The table against a model: Alloc takes the slot Free cached (the first
-// freed since an Alloc or Take took the cache), else the lowest free index, Take the
-// one named, each with a generation newer than every earlier one; a Handle
-// finds its record until it is freed and never after, however the slot is
-// reused; Current, All and Len agree with the model; and with Shrink the
-// chunks in use are no more than the highest record needs.
 // chunkLive reports whether chunk c has a live index.
 func chunkLive(live map[uint32]Handle, c uint32) bool {
 	for i := range live {
@@ -26,6 +20,13 @@ func chunkLive(live map[uint32]Handle, c uint32) bool {
 	return false
 }
 
+// The table against a model: Alloc takes the slot Free cached (the first
+// freed since an Alloc or Take took the cache), else the lowest free
+// index, Take the one named, each with a generation newer than every
+// earlier one; a Handle finds its record until it is freed and never
+// after, however the slot is reused; Current, All and Len agree with the
+// model; and with Shrink the chunks in use are no more than the highest
+// record needs, or the cached slot.
 func TestTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tab := Table[uint64]{Shrink: rapid.Bool().Draw(t, "shrink")}

@@ -32,7 +32,7 @@ type owner struct {
 	readable func(bool)        // a Queue's: sets (true) or clears its readiness; under mu
 	refs     int               // its entries in the wheel (pending)
 	expired  ring.Ring[uint64] // keys of its entries that fired, in deadline order
-	closed   bool              // entries are freed as they come up
+	closed   bool              // Close ran: no entry is left, the id is free once refs is 0
 	res      time.Duration     // the Queue's resolution in whole ticks (ownerRes, dueOf)
 	fired    uint64
 	cancels  uint64
