@@ -32,12 +32,14 @@ const (
 // in meta.
 //
 // Invariants:
-//   - chunks[c] is nil or holds used records, meta[c].used of them, and
-//     used counts them all.
+//   - chunks[c] is nil or holds meta[c].used claimed records: those in
+//     use, and hot (the cache of one) if it is in chunk c; used counts
+//     those in use.
 //   - Bit c of open is set iff chunk c can take a record: it is nil (and
 //     c < len(chunks)) or it has a free record.
-//   - In meta[c].free, bit i is set iff record i is free; a free record
-//     holds the zero E, so it pins nothing for the garbage collector.
+//   - In meta[c].free, bit i is set iff record i is free and not hot; a
+//     free record, and hot, hold the zero E, so they pin nothing for the
+//     garbage collector.
 //   - chunks has no nil chunk at its end; len(meta) == len(chunks); chunk 0,
 //     once allocated, stays until Reset.
 type Slab[E any] struct {

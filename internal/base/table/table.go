@@ -8,7 +8,9 @@
 //
 // Slots live in chunks of ChunkSize that never move, so a record's
 // address stays valid while the table grows. Alloc takes the free slot
-// with the lowest index, so records in use gather in the low chunks; Take
+// with the lowest index (or the one Free cached, a cache of one for
+// records that come and go one at a time), so records in use gather in
+// the low chunks; Take
 // claims a slot the caller names (a descriptor number). Generations come
 // from one counter per table, in [1, MaxGen], so they also order
 // allocations: two Handles of one table compare by age until the counter
@@ -73,9 +75,10 @@ type chunk[E any] [ChunkSize]slot[E]
 // Table holds records of type E. The zero Table is empty and ready to use.
 //
 // Invariants (the owner's):
-//   - chunks[c] is nil or holds meta[c].used slots in use, and used counts
-//     them all; a slot is in use iff its bit in meta[c].free is clear, iff
-//     its gen is not 0.
+//   - chunks[c] is nil or holds meta[c].used claimed slots: a slot is
+//     claimed iff its bit in meta[c].free is clear. A claimed slot is in
+//     use iff its gen is not 0; the one claimed slot not in use, if any,
+//     is hot (the cache of one). used counts the slots in use.
 //   - Bit c of open is set iff chunk c can take a record: it is nil (and
 //     c < len(chunks)) or has a free slot.
 //   - Without Shrink, every chunk is allocated (none is nil) and never
