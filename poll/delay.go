@@ -39,7 +39,7 @@ func (s *SetReadiness) DelayReadiness(r Ready, d time.Duration) error {
 // delay schedules n's delayed readiness r after d, replacing any pending
 // one.
 func (w *pollWheel) delay(n *regNode, r Ready, d time.Duration) error {
-	deadline, now := w.DeadlineAfter(d)
+	deadline, at := w.DeadlineAfter(d)
 	w.Lock()
 	if w.ClosedLocked() {
 		w.Unlock()
@@ -48,7 +48,7 @@ func (w *pollWheel) delay(n *regNode, r Ready, d time.Duration) error {
 	w.cancelDelayLocked(n)
 	key, slot := w.nodes.Alloc()
 	*slot = n
-	id, wake, err := w.AddLocked(uint64(key), deadline, now)
+	id, wake, err := w.AddLocked(uint64(key), deadline, at)
 	if err != nil {
 		w.nodes.Free(key)
 		w.Unlock()

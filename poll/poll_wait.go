@@ -3,6 +3,8 @@ package poll
 import (
 	"runtime"
 	"time"
+
+	"github.com/unipoll/unipoll/internal/base/wheel"
 )
 
 // Poll waits until at least one registered source is ready, the timeout
@@ -66,6 +68,14 @@ func (p *Poll) Poll(ev *Events, timeout time.Duration) (int, error) {
 // pollOnce makes one pass: due delays, the readiness queue and the selector.
 // spin lets it watch the queue for a while before it blocks (spinNext).
 //
+// The wheel's clock is read at most once per pass that does not block
+// (clk): the expiry at the start of the pass and the sleep's timeout share
+// the reading, and a pass that slept reads again to expire what came due
+// while it slept. A reading lags the clock, so nothing fires early; the
+// sleep it times ends late by no more than the work since the reading,
+// which is short: the drain of the queue (a spin, which takes longer,
+// drops the reading).
+//
 // It reports again when user space has more than the pass could report:
 // the readiness queue was caught mid-link (a producer is half-way through
 // linking a node), a held node has something to report, or something
@@ -76,7 +86,8 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (again boo
 	userFirst := p.userFirst
 	p.userFirst = !userFirst
 
-	p.wheel.expire()
+	var clk wheel.Reading
+	p.wheel.expire(&clk)
 	if userFirst {
 		again = p.drainQueue(ev)
 	}
@@ -93,14 +104,18 @@ func (p *Poll) pollOnce(ev *Events, timeout time.Duration, spin bool) (again boo
 					return false, err
 				}
 				looked = ev.Len() > 0
+				clk = wheel.Reading{}
 			}
 		}
 		if !looked {
-			if w, err = p.selectInto(ev, timeout, again); err != nil {
+			if w, err = p.selectInto(ev, timeout, again, &clk); err != nil {
 				return false, err
 			}
 		}
-		p.wheel.expire()
+		if w.slept {
+			clk = wheel.Reading{}
+			p.wheel.expire(&clk)
+		}
 	}
 	if p.drainQueue(ev) {
 		again = true
@@ -126,13 +141,13 @@ type wakeup struct {
 // selectInto asks the OS selector for as many events as ev has room for,
 // blocking only when the pass has found nothing: no event in ev, and not
 // again (see pollOnce).
-func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool) (w wakeup, err error) {
+func (p *Poll) selectInto(ev *Events, timeout time.Duration, again bool, clk *wheel.Reading) (w wakeup, err error) {
 	if ev.Len() > 0 || again {
 		timeout = 0
 	}
 	shortened := false
 	if timeout != 0 {
-		timeout, shortened = p.wheel.sleepTimeout(timeout)
+		timeout, shortened = p.wheel.sleepTimeout(timeout, clk)
 		if timeout != 0 && p.queue.prepareSleep() {
 			w.slept = true
 			if debugChecks && p.held.Len() != 0 {
@@ -279,7 +294,7 @@ func (p *Poll) spinForQueue(ev *Events, timeout time.Duration) (bool, error) {
 				return false, nil
 			}
 			if spun-lastLook >= every && p.fds.live.Load() != 0 {
-				if _, err := p.selectInto(ev, 0, true); err != nil {
+				if _, err := p.selectInto(ev, 0, true, nil); err != nil {
 					return false, err
 				}
 				if ev.Len() > 0 {

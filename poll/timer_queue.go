@@ -181,8 +181,10 @@ func (q *TimerQueue) Len() int {
 }
 
 // Close drops every deadline and closes the queue: once it returns, no
-// Poll call started afterwards reports it, and Add returns ErrClosed.
-// Closing twice returns ErrClosed.
+// Poll call started afterwards reports it, and Add returns ErrClosed. The
+// pending deadlines leave the Poll's wheel at once (Stats counts them
+// cancelled), and the queue's place among the Poll's TimerQueues is free
+// for the next one. Closing twice returns ErrClosed.
 func (q *TimerQueue) Close() error {
 	if err := q.check(); err != nil {
 		return err

@@ -59,3 +59,26 @@ func TestTimerQueueFuncs(t *testing.T) {
 	q.Locked(func() { ran = true })
 	require.True(t, ran, "Locked once the queue is bound")
 }
+
+// TimerQueue.Close takes the queue's pending deadlines out of the Poll's
+// wheel at once and counts them cancelled, and a delay of a Registration
+// pending beside them is untouched.
+func TestTimerQueueCloseDropsDeadlines(t *testing.T) {
+	p := newPollConfig(t, Config{})
+	tq := NewTimerQueue(0)
+	require.NoError(t, p.Register(tq, 1, Readable, Edge))
+	reg, set := NewRegistration()
+	t.Cleanup(func() { _ = reg.Close() })
+	require.NoError(t, p.Register(reg, 2, Readable, Edge))
+	require.NoError(t, set.DelayReadiness(Readable, time.Hour))
+	for i := range 3 {
+		_, err := tq.Add(time.Duration(i+1)*time.Hour, uint64(i))
+		require.NoError(t, err)
+	}
+	require.Equal(t, uint64(4), p.Stats().TimersPending)
+	require.NoError(t, tq.Close())
+	st := p.Stats()
+	require.Equal(t, uint64(1), st.TimersPending, "only the Registration's delay is left")
+	require.Equal(t, uint64(3), st.TimersCancelled)
+	require.Equal(t, TimerStats{Cancelled: 3}, tq.Stats())
+}

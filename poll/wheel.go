@@ -46,17 +46,18 @@ func (w *pollWheel) init(tick time.Duration, slots int, wake func()) {
 	w.Init(tick, slots, wake, w.fireDelay)
 }
 
-// expire brings the wheel to the present and sets the delayed readiness
-// that came due. Consumer only. The check of an empty wheel is inlined
-// here: pollOnce calls expire twice per pass, wheel or no wheel.
-func (w *pollWheel) expire() {
-	if w.Pending() != 0 {
-		w.expireDue()
+// expire brings the wheel to the tick of clk (read now if clk has no
+// reading yet) and sets the delayed readiness that came due. Consumer
+// only. The check of an empty wheel is inlined here: pollOnce calls
+// expire on every pass, wheel or no wheel.
+func (w *pollWheel) expire(clk *wheel.Reading) {
+	if w.Busy() {
+		w.expireDue(clk)
 	}
 }
 
-func (w *pollWheel) expireDue() {
-	w.Expire()
+func (w *pollWheel) expireDue(clk *wheel.Reading) {
+	w.ExpireWith(clk)
 	// Set delayed readiness outside the mutex: it may link the
 	// Registration into the readiness queue (lock-free, but no reason to
 	// hold the mutex for it).
@@ -67,9 +68,10 @@ func (w *pollWheel) expireDue() {
 	w.dueDelays = w.dueDelays[:0]
 }
 
-// sleepTimeout is the wheel's SleepTimeout; pair it with awake.
-func (w *pollWheel) sleepTimeout(timeout time.Duration) (time.Duration, bool) {
-	return w.SleepTimeout(timeout)
+// sleepTimeout is the wheel's SleepTimeout, counted from clk; pair it
+// with awake.
+func (w *pollWheel) sleepTimeout(timeout time.Duration, clk *wheel.Reading) (time.Duration, bool) {
+	return w.SleepTimeout(timeout, clk)
 }
 
 func (w *pollWheel) awake() { w.Awake() }

@@ -287,3 +287,33 @@ func TestWheelIdle(t *testing.T) {
 		check(p, "deregistered")
 	})
 }
+
+// A pass of Poll reads the wheel's clock once when it does not block: the
+// expiry at its start and the sleep's timeout share one reading, and no
+// second expiry follows a look at the kernel that did not block. The
+// wheel holds a delay an hour away throughout, so that every pass has the
+// wheel to expire.
+func TestPollReadsTheClockOncePerPass(t *testing.T) {
+	p := newPollConfig(t, Config{})
+	far, farSet := NewRegistration()
+	t.Cleanup(func() { _ = far.Close() })
+	require.NoError(t, p.Register(far, 1, Readable, Edge))
+	require.NoError(t, farSet.DelayReadiness(Readable, time.Hour))
+	reg, set := NewRegistration()
+	t.Cleanup(func() { _ = reg.Close() })
+	require.NoError(t, p.Register(reg, 2, Readable, Level))
+	ev := NewEvents(4)
+
+	before := p.wheel.ClockReads()
+	n, err := p.Poll(ev, 0)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, uint64(1), p.wheel.ClockReads()-before, "a Poll that did not block")
+
+	require.NoError(t, set.SetReadiness(Readable))
+	before = p.wheel.ClockReads()
+	n, err = p.Poll(ev, -1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, uint64(1), p.wheel.ClockReads()-before, "a Poll that found an event")
+}

@@ -212,7 +212,10 @@ func (t *Timer[T]) Stats() Stats {
 
 // Close cancels every timeout, drops every value and releases the Timer:
 // once it returns, no Poll call started afterwards reports it, and Set
-// returns ErrClosed. Closing twice returns ErrClosed.
+// returns ErrClosed. Its timeouts leave the Poll's wheel at once (Stats
+// counts the pending ones cancelled), so a Poll serves any number of
+// Timers opened and closed one after another. Closing twice returns
+// ErrClosed.
 func (t *Timer[T]) Close() error {
 	if err := t.check(); err != nil {
 		return err

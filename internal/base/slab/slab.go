@@ -2,13 +2,13 @@
 // indexes, for structures that link records by index rather than by
 // pointer (the timing wheel, the timer package's values).
 //
-// Records live in chunks of ChunkSize. Alloc always takes the free record
-// with the lowest index, so records in use gather in the low chunks, and a
-// chunk left empty after a burst is given back to the garbage collector
-// (but chunk 0, which a slab in light use lives in, and one empty chunk kept
-// as a spare, so that a load that hovers around a chunk boundary does not
-// allocate and free a chunk each time). The cost
-// per record beyond the record itself is one bit.
+// Records live in chunks of ChunkSize. Alloc takes the free record with
+// the lowest index (or the one Free cached, a cache of one), so records in
+// use gather in the low chunks, and a chunk left empty after a burst is
+// given back to the garbage collector (but chunk 0, which a slab in light
+// use lives in, and one empty chunk kept as a spare, so that a load that
+// hovers around a chunk boundary does not allocate and free a chunk each
+// time). The cost per record beyond the record itself is one bit.
 //
 // A Slab is not safe for concurrent use: its owner serialises access.
 package slab
@@ -32,12 +32,14 @@ const (
 // in meta.
 //
 // Invariants:
-//   - chunks[c] is nil or holds used records, meta[c].used of them, and
-//     used counts them all.
+//   - chunks[c] is nil or holds meta[c].used claimed records: those in
+//     use, and hot (the cache of one) if it is in chunk c; used counts
+//     those in use.
 //   - Bit c of open is set iff chunk c can take a record: it is nil (and
 //     c < len(chunks)) or it has a free record.
-//   - In meta[c].free, bit i is set iff record i is free; a free record
-//     holds the zero E, so it pins nothing for the garbage collector.
+//   - In meta[c].free, bit i is set iff record i is free and not hot; a
+//     free record, and hot, hold the zero E, so they pin nothing for the
+//     garbage collector.
 //   - chunks has no nil chunk at its end; len(meta) == len(chunks); chunk 0,
 //     once allocated, stays until Reset.
 type Slab[E any] struct {
@@ -46,6 +48,10 @@ type Slab[E any] struct {
 	open   []uint64
 	used   int
 	spare  *[ChunkSize]E
+	// hot is the index + 1 of a record Free freed (it holds the zero E)
+	// and kept claimed in its chunk (its bit and meta count it in use;
+	// used does not), for the next Alloc: a cache of one. 0 for none.
+	hot uint32
 }
 
 type chunkMeta struct {
@@ -68,9 +74,17 @@ func (s *Slab[E]) Chunks() int {
 	return n
 }
 
-// Alloc takes the free record with the lowest index and returns its index
-// and address. The record holds the zero E.
+// Alloc takes the record Free cached (the first one freed since an Alloc
+// took the cache), else the free record with the lowest index, and returns
+// its index and address. The record holds the zero E. The cache serves
+// records that come and go one at a time (a value set and cancelled): no
+// search of the bitmaps, and the record is warm.
 func (s *Slab[E]) Alloc() (uint32, *E) {
+	if hot := s.hot; hot != 0 {
+		s.hot = 0
+		s.used++
+		return hot - 1, &s.chunks[(hot-1)>>chunkBits][(hot-1)&chunkMask]
+	}
 	ci := s.firstOpen()
 	if ci == len(s.chunks) {
 		s.chunks = append(s.chunks, nil)
@@ -113,22 +127,38 @@ func (s *Slab[E]) Valid(idx uint32) bool {
 		return false
 	}
 	i := idx & chunkMask
-	return s.meta[ci].free[i>>6]&(1<<(i&63)) == 0
+	return s.meta[ci].free[i>>6]&(1<<(i&63)) == 0 && idx+1 != s.hot
 }
 
 // Free returns record idx, which must be in use, to the slab and clears
-// it.
+// it. If no record is cached (hot), it keeps this one for the next Alloc.
 func (s *Slab[E]) Free(idx uint32) {
+	var zero E
+	s.chunks[idx>>chunkBits][idx&chunkMask] = zero
+	s.used--
+	if s.hot == 0 {
+		s.hot = idx + 1
+		return
+	}
+	s.unclaim(idx)
+}
+
+// unclaim returns record idx, cleared already, to its chunk's bitmap.
+func (s *Slab[E]) unclaim(idx uint32) {
 	ci := int(idx >> chunkBits)
 	i := int(idx & chunkMask)
-	var zero E
-	s.chunks[ci][i] = zero
 	m := &s.meta[ci]
 	m.free[i>>6] |= 1 << (i & 63)
 	m.hint = min(m.hint, i>>6)
 	m.used--
-	s.used--
-	s.setOpen(ci, true)
+	if m.used == ChunkSize-1 {
+		s.setOpen(ci, true) // it was full
+	}
+	if hot := s.hot; m.used == 1 && hot != 0 && int((hot-1)>>chunkBits) == ci && ci > 0 {
+		s.hot = 0 // the cached record alone would keep the chunk
+		s.unclaim(hot - 1)
+		return
+	}
 	if m.used == 0 && ci > 0 {
 		s.release(ci) // chunk 0 stays: a slab in light use never thrashes
 	}

@@ -7,10 +7,22 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The slab against a map: every record allocated is the lowest free index,
-// keeps what was stored in it until freed, reads as zero when allocated,
-// and the chunks in use are no more than the highest record needs (plus
-// the empty ones below it, which hold records again first).
+// chunkLive reports whether chunk c has a live index.
+func chunkLive(live map[uint32]uint64, c uint32) bool {
+	for i := range live {
+		if i/ChunkSize == c {
+			return true
+		}
+	}
+	return false
+}
+
+// The slab against a map: every record allocated is the one Free cached
+// (the first freed since an Alloc took the cache), else the lowest free
+// index, keeps what was stored in it until freed, reads as zero when
+// allocated, and the chunks in use are no more than the highest record,
+// or the cached one, needs (plus the empty ones below it, which hold
+// records again first).
 func TestSlabModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var s Slab[uint64]
@@ -20,16 +32,20 @@ func TestSlabModel(t *testing.T) {
 		// (sorted) below it.
 		var holes []uint32
 		top := uint32(0)
+		hot := -1 // the record Free cached (the first freed since an Alloc took the cache)
 		t.Repeat(map[string]func(*rapid.T){
 			"alloc": func(t *rapid.T) {
 				n := rapid.IntRange(1, 3*ChunkSize).Draw(t, "n")
 				for range n {
 					want := top
-					if len(holes) > 0 {
+					if hot >= 0 {
+						want = uint32(hot)
+					} else if len(holes) > 0 {
 						want, holes = holes[0], holes[1:]
 					} else {
 						top++
 					}
+					hot = -1
 					idx, p := s.Alloc()
 					if idx != want {
 						t.Fatalf("Alloc = %d, want the lowest free index %d", idx, want)
@@ -54,8 +70,18 @@ func TestSlabModel(t *testing.T) {
 				for _, k := range keys[:n] {
 					s.Free(k)
 					delete(live, k)
-					at, _ := slices.BinarySearch(holes, k)
-					holes = slices.Insert(holes, at, k)
+					if hot < 0 {
+						hot = int(k)
+					} else {
+						at, _ := slices.BinarySearch(holes, k)
+						holes = slices.Insert(holes, at, k)
+						if c := k / ChunkSize; c > 0 && uint32(hot)/ChunkSize == c && !chunkLive(live, c) {
+							// The cached record alone would keep the chunk.
+							at, _ := slices.BinarySearch(holes, uint32(hot))
+							holes = slices.Insert(holes, at, uint32(hot))
+							hot = -1
+						}
+					}
 					if s.Valid(k) {
 						t.Fatalf("record %d valid after Free", k)
 					}
@@ -72,6 +98,10 @@ func TestSlabModel(t *testing.T) {
 					}
 					hi = max(hi, int(k))
 				}
+				if hot >= 0 && s.Valid(uint32(hot)) {
+					t.Fatalf("cached record %d valid", hot)
+				}
+				hi = max(hi, hot) // the cached record keeps its chunk
 				need := 0
 				if hi >= 0 {
 					need = hi/ChunkSize + 1

@@ -39,9 +39,9 @@ func (t *Table[E]) fill(ci int) {
 	}
 }
 
-// release gives chunk ci's memory back: to the spare, or to the garbage
+// releaseChunk gives chunk ci's memory back: to the spare, or to the garbage
 // collector if there is a spare already. Only with Shrink; chunk 0 never.
-func (t *Table[E]) release(ci int) {
+func (t *Table[E]) releaseChunk(ci int) {
 	if t.spare == nil {
 		t.spare = t.chunks[ci]
 	}

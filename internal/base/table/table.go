@@ -8,7 +8,9 @@
 //
 // Slots live in chunks of ChunkSize that never move, so a record's
 // address stays valid while the table grows. Alloc takes the free slot
-// with the lowest index, so records in use gather in the low chunks; Take
+// with the lowest index (or the one Free cached, a cache of one for
+// records that come and go one at a time), so records in use gather in
+// the low chunks; Take
 // claims a slot the caller names (a descriptor number). Generations come
 // from one counter per table, in [1, MaxGen], so they also order
 // allocations: two Handles of one table compare by age until the counter
@@ -73,9 +75,10 @@ type chunk[E any] [ChunkSize]slot[E]
 // Table holds records of type E. The zero Table is empty and ready to use.
 //
 // Invariants (the owner's):
-//   - chunks[c] is nil or holds meta[c].used slots in use, and used counts
-//     them all; a slot is in use iff its bit in meta[c].free is clear, iff
-//     its gen is not 0.
+//   - chunks[c] is nil or holds meta[c].used claimed slots: a slot is
+//     claimed iff its bit in meta[c].free is clear. A claimed slot is in
+//     use iff its gen is not 0; the one claimed slot not in use, if any,
+//     is hot (the cache of one). used counts the slots in use.
 //   - Bit c of open is set iff chunk c can take a record: it is nil (and
 //     c < len(chunks)) or has a free slot.
 //   - Without Shrink, every chunk is allocated (none is nil) and never
@@ -98,8 +101,13 @@ type Table[E any] struct {
 	open   []uint64
 	used   int
 	gen    uint32 // the last generation handed out
-	spare  *chunk[E]
-	dir    atomic.Pointer[[]*chunk[E]]
+	// hot is the index + 1 of a slot Free freed and kept claimed in its
+	// chunk (bitmap and meta count it as in use; its gen is 0, so no
+	// Handle names it, and used does not count it), for the next Alloc:
+	// a cache of one. 0 for none.
+	hot   uint32
+	spare *chunk[E]
+	dir   atomic.Pointer[[]*chunk[E]]
 }
 
 type chunkMeta struct {
@@ -110,6 +118,10 @@ type chunkMeta struct {
 
 // Len returns the number of slots in use.
 func (t *Table[E]) Len() int { return t.used }
+
+// Span returns one more than the highest index a slot in use may have:
+// the chunks the table addresses, times ChunkSize.
+func (t *Table[E]) Span() uint32 { return uint32(len(t.chunks)) << chunkBits }
 
 // Chunks returns the number of chunks allocated, for tests and statistics.
 func (t *Table[E]) Chunks() int {
@@ -122,12 +134,19 @@ func (t *Table[E]) Chunks() int {
 	return n
 }
 
-// Alloc takes the free slot with the lowest index, stamps it with a new
-// generation and returns its Handle and record. The record is as the last
+// Alloc takes the slot Free cached (the first one freed since an Alloc or
+// Take took the cache), else the free slot with the lowest index, stamps
+// it with a new generation and returns its Handle and record. The cache
+// serves a table whose records come and go one at a time (a timeout set
+// and cancelled): no search of the bitmaps, and the record is warm. The record is as the last
 // Free left it (Free does not clear it, so that a record may keep what a
 // reader without a lock checks across incarnations), or zero in a new
 // chunk: the caller sets every field it relies on.
 func (t *Table[E]) Alloc() (Handle, *E, error) {
+	if hot := t.hot; hot != 0 {
+		t.hot = 0
+		return t.stamp(hot - 1)
+	}
 	ci := t.firstOpen()
 	if ci == len(t.chunks) {
 		if ci<<chunkBits >= MaxLen {
@@ -163,10 +182,24 @@ func (t *Table[E]) Take(idx uint32) (Handle, *E, error) {
 		t.fill(ci)
 	}
 	i := int(idx & chunkMask)
+	if idx+1 == t.hot {
+		t.hot = 0
+		return t.stamp(idx)
+	}
 	if t.meta[ci].free[i>>6]&(1<<(i&63)) == 0 {
 		return Handle{}, nil, ErrInUse
 	}
 	return t.claim(ci, i)
+}
+
+// stamp gives slot idx, claimed in its chunk already (hot), a new
+// generation and counts it in use.
+func (t *Table[E]) stamp(idx uint32) (Handle, *E, error) {
+	t.used++
+	t.gen = t.NextGen()
+	s := &t.chunks[idx>>chunkBits][idx&chunkMask]
+	s.gen = t.gen
+	return Handle{Idx: idx, Gen: t.gen}, &s.val, nil
 }
 
 // claim marks free slot i of chunk ci in use with a new generation.
@@ -260,24 +293,47 @@ func (t *Table[E]) Load(idx uint32) *E {
 }
 
 // Free returns the slot h names to the table, leaving its record as it is,
-// and reports whether h named something.
+// and reports whether h named something. If no slot is cached (hot), it
+// keeps this one claimed for the next Alloc.
 func (t *Table[E]) Free(h Handle) bool {
 	if _, ok := t.Lookup(h); !ok {
 		return false
 	}
-	ci := int(h.Idx >> chunkBits)
-	i := int(h.Idx & chunkMask)
-	t.chunks[ci][i].gen = 0
+	t.FreeFound(h)
+	return true
+}
+
+// FreeFound is Free of a Handle the caller has just found naming a record
+// (Lookup, Current), without looking again.
+func (t *Table[E]) FreeFound(h Handle) {
+	t.chunks[h.Idx>>chunkBits][h.Idx&chunkMask].gen = 0
+	t.used--
+	if t.hot == 0 {
+		t.hot = h.Idx + 1
+		return
+	}
+	t.release(h.Idx)
+}
+
+// release returns slot idx, whose gen is 0 already, to its chunk's bitmap.
+func (t *Table[E]) release(idx uint32) {
+	ci := int(idx >> chunkBits)
+	i := int(idx & chunkMask)
 	m := &t.meta[ci]
 	m.free[i>>6] |= 1 << (i & 63)
 	m.hint = min(m.hint, i>>6)
 	m.used--
-	t.used--
-	t.setOpen(ci, true)
-	if t.Shrink && m.used == 0 && ci > 0 {
-		t.release(ci) // chunk 0 stays: a table in light use never thrashes
+	if m.used == ChunkSize-1 {
+		t.setOpen(ci, true) // it was full
 	}
-	return true
+	if hot := t.hot; t.Shrink && m.used == 1 && hot != 0 && int((hot-1)>>chunkBits) == ci && ci > 0 {
+		t.hot = 0 // the cached slot alone would keep the chunk
+		t.release(hot - 1)
+		return
+	}
+	if t.Shrink && m.used == 0 && ci > 0 {
+		t.releaseChunk(ci) // chunk 0 stays: a table in light use never thrashes
+	}
 }
 
 // All yields every slot in use, by index, with its Handle and record. The

@@ -10,11 +10,23 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The table against a model: Alloc takes the lowest free index, Take the
-// one named, each with a generation newer than every earlier one; a Handle
-// finds its record until it is freed and never after, however the slot is
-// reused; Current, All and Len agree with the model; and with Shrink the
-// chunks in use are no more than the highest record needs.
+// chunkLive reports whether chunk c has a live index.
+func chunkLive(live map[uint32]Handle, c uint32) bool {
+	for i := range live {
+		if i/ChunkSize == c {
+			return true
+		}
+	}
+	return false
+}
+
+// The table against a model: Alloc takes the slot Free cached (the first
+// freed since an Alloc or Take took the cache), else the lowest free
+// index, Take the one named, each with a generation newer than every
+// earlier one; a Handle finds its record until it is freed and never
+// after, however the slot is reused; Current, All and Len agree with the
+// model; and with Shrink the chunks in use are no more than the highest
+// record needs, or the cached slot.
 func TestTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tab := Table[uint64]{Shrink: rapid.Bool().Draw(t, "shrink")}
@@ -34,7 +46,11 @@ func TestTableModel(t *testing.T) {
 			next++
 		}
 		low := uint32(0) // every index below it is live
+		hot := -1        // the slot Free cached (the first freed since an Alloc or Take took it)
 		lowestFree := func() uint32 {
+			if hot >= 0 {
+				return uint32(hot)
+			}
 			for {
 				if _, ok := live[low]; !ok {
 					return low
@@ -50,6 +66,7 @@ func TestTableModel(t *testing.T) {
 						t.Fatalf("NextGen = %d after %d", g, lastGen)
 					}
 					h, p, err := tab.Alloc()
+					hot = -1
 					if err != nil || h.Idx != want {
 						t.Fatalf("Alloc = %v, %v; want index %d", h, err, want)
 					}
@@ -59,6 +76,9 @@ func TestTableModel(t *testing.T) {
 			"take": func(t *rapid.T) {
 				idx := rapid.Uint32Range(0, 3*ChunkSize).Draw(t, "idx")
 				h, p, err := tab.Take(idx)
+				if int(idx) == hot {
+					hot = -1
+				}
 				if _, used := live[idx]; used {
 					if !errors.Is(err, ErrInUse) {
 						t.Fatalf("Take(%d) of a slot in use = %v, %v", idx, h, err)
@@ -105,7 +125,15 @@ func TestTableModel(t *testing.T) {
 					}
 					delete(live, i)
 					delete(val, h)
+					if hot < 0 {
+						hot = int(i)
+						continue
+					}
 					low = min(low, i)
+					if c := i / ChunkSize; tab.Shrink && c > 0 && uint32(hot)/ChunkSize == c && !chunkLive(live, c) {
+						low = min(low, uint32(hot)) // the cached slot alone would keep the chunk
+						hot = -1
+					}
 					if len(dead) == 64 {
 						dead = dead[1:]
 					}
@@ -147,7 +175,7 @@ func TestTableModel(t *testing.T) {
 					t.Fatalf("All yielded %d slots, want %d", n, len(live))
 				}
 				if tab.Shrink {
-					hi := -1
+					hi := hot // the cached slot keeps its chunk
 					for i := range live {
 						hi = max(hi, int(i))
 					}

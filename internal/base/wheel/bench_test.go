@@ -40,7 +40,7 @@ func BenchmarkWheelExpire(b *testing.B) {
 					if c.step == "jump" {
 						w.mu.Lock()
 						_, _, at, _ := w.next()
-						step = w.untilTick(at)
+						step = w.untilTick(at, new(Reading))
 						w.mu.Unlock()
 					}
 					w.Advance(step)

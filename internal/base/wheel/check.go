@@ -2,7 +2,7 @@ package wheel
 
 import "fmt"
 
-// Check walks every slot and checks invariants 1 to 4 against it: each
+// Check walks every slot and checks invariants 1 to 4 and 7 against it: each
 // entry is where it says, in the slot its due tick gives, the occupancy
 // bits match the slots, and count and the table agree with what the slots
 // hold. It returns the first broken one, or nil. It takes mu; call it with
@@ -31,8 +31,17 @@ func (w *Wheel) Check() error {
 	if c := w.count.Load(); c != int64(n) {
 		return fmt.Errorf("count %d, %d entries in slots (invariant 4)", c, n)
 	}
-	if a := w.entries.Len(); a != n {
-		return fmt.Errorf("%d entries allocated, %d in slots (invariant 1)", a, n)
+	for i, idx := range w.staged {
+		_, e, ok := w.entries.Current(uint32(idx))
+		if !ok || e.where != stagedWhere || e.pos != int32(i) {
+			return fmt.Errorf("staged entry %d at place %d is free or names another place (invariant 7)", idx, i)
+		}
+	}
+	if len(w.staged) != 0 && !w.stagedAny.Load() {
+		return fmt.Errorf("%d entries staged, stagedAny clear (invariant 7)", len(w.staged))
+	}
+	if a := w.entries.Len(); a != n+len(w.staged) {
+		return fmt.Errorf("%d entries allocated, %d in slots and %d staged (invariant 1)", a, n, len(w.staged))
 	}
 	return nil
 }

@@ -23,11 +23,11 @@ func (w *Wheel) Unlock() { w.mu.Unlock() }
 func (w *Wheel) ClosedLocked() bool { return w.closed }
 
 // AddLocked schedules an entry of owner 0 carrying key, at deadline (from
-// DeadlineAfter, with now). It returns its ID and whether to call Wake
+// DeadlineAfter, with at). It returns its ID and whether to call Wake
 // once mu is released (invariant 5), or ErrTooMany. The wheel must not be
 // closed. mu held.
-func (w *Wheel) AddLocked(key uint64, deadline, now int64) (ID, bool, error) {
-	return w.schedule(ownerDirect, key, deadline, now)
+func (w *Wheel) AddLocked(key uint64, deadline, at int64) (ID, bool, error) {
+	return w.schedule(ownerDirect, key, deadline, at)
 }
 
 // PendingLocked reports whether id names an entry of owner 0 that has not
@@ -47,8 +47,18 @@ func (w *Wheel) CancelLocked(id ID) (key uint64, ok bool) {
 // Wake wakes a sleeping consumer, as AddLocked asked. Not under mu.
 func (w *Wheel) Wake() { w.wake() }
 
-// Pending is the number of entries in the wheel, read without mu.
-func (w *Wheel) Pending() int64 { return w.count.Load() }
+// Pending is the number of entries in the wheel. Takes mu.
+func (w *Wheel) Pending() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count.Load() + int64(len(w.staged))
+}
+
+// Busy reports, without mu, whether the wheel may hold an entry: the
+// consumer's test before it takes mu to Expire. It may say true of an
+// empty wheel (a staged entry removed since), never false of one that
+// holds an entry added before the call.
+func (w *Wheel) Busy() bool { return w.count.Load() != 0 || w.stagedAny.Load() }
 
 // Totals returns the number of entries that have fired and that were
 // cancelled since Init, of every owner.
@@ -58,20 +68,17 @@ func (w *Wheel) Totals() (fired, cancelled uint64) {
 	return w.expired, w.cancelled
 }
 
+// ClockReads is the number of times the consumer has read the clock
+// (Expire, SleepTimeout), for tests of how often a pass does.
+func (w *Wheel) ClockReads() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reads
+}
+
 // ErrTooMany: the wheel holds as many entries as its table can name
 // (2^31), which no program has the memory for.
 var ErrTooMany = errors.New("unipoll: timing wheel full")
-
-// newEntry allocates an entry for owner, with key and deadline.
-func (w *Wheel) newEntry(owner uint16, key uint64, deadline int64) (table.Handle, *entry, error) {
-	h, e, err := w.entries.Alloc()
-	if err != nil {
-		return h, nil, ErrTooMany
-	}
-	*e = entry{deadline: deadline, key: key, pos: noEntry, owner: owner}
-	w.owners[owner].refs++
-	return h, e, nil
-}
 
 // get returns entry idx, which is in a slot (invariant 1), by index
 // alone: a slot's vector holds indexes, checked against their generation
@@ -88,7 +95,7 @@ func (w *Wheel) get(idx int32) *entry {
 // freeEntry returns entry h, which is in no slot, to the table.
 func (w *Wheel) freeEntry(h table.Handle, e *entry) {
 	w.owners[e.owner].refs--
-	w.entries.Free(h)
+	w.entries.FreeFound(h)
 }
 
 // lookup returns the entry id names, if it is still allocated.
@@ -123,22 +130,16 @@ func (w *Wheel) insert(idx int32, e *entry) int64 {
 	return w.slotStart(l, s)
 }
 
-// unlink takes entry idx out of its slot: the slot's last entry takes its
-// place in the vector.
+// unlink takes entry idx out of its slot or out of staged: the last
+// entry of the vector takes its place.
 func (w *Wheel) unlink(idx int32, e *entry) {
+	if e.where == stagedWhere {
+		w.staged = w.unlinkFrom(w.staged, idx, e)
+		return
+	}
 	pos := int64(e.where)
-	v := w.slotv[pos]
-	last := int32(len(v) - 1)
-	if debugChecks && (e.pos < 0 || e.pos > last || v[e.pos] != idx) {
-		corrupted("entry is not in the slot it names (invariant 1)")
-	}
-	if e.pos != last {
-		moved := v[last]
-		v[e.pos] = moved
-		w.get(moved).pos = e.pos
-	}
-	v = v[:last]
-	if last == 0 {
+	v := w.unlinkFrom(w.slotv[pos], idx, e)
+	if len(v) == 0 {
 		w.levels[pos/w.slots].occupied &^= 1 << (pos % w.slots)
 		if cap(v) > slotKeep {
 			v = nil
@@ -148,40 +149,96 @@ func (w *Wheel) unlink(idx int32, e *entry) {
 		v = append([]int32(nil), v...) // give back what a burst of cancels left
 	}
 	w.slotv[pos] = v
-	e.pos = noEntry
 	w.count.Add(-1)
 }
 
-// schedule inserts a new entry and says whether to wake a consumer
-// sleeping past its slot's start (invariant 5). now is the current tick,
-// read with the deadline. The caller wakes it once mu is released.
-func (w *Wheel) schedule(owner uint16, key uint64, deadline, now int64) (ID, bool, error) {
-	if w.count.Load() == 0 && w.cur < now {
-		w.cur = now // nothing placed relative to the old cur: catch up for free
+// unlinkFrom takes entry idx out of v, the vector it is in, by moving
+// v's last entry to its place, and returns v one shorter.
+func (w *Wheel) unlinkFrom(v []int32, idx int32, e *entry) []int32 {
+	last := int32(len(v) - 1)
+	if debugChecks && (e.pos < 0 || e.pos > last || v[e.pos] != idx) {
+		corrupted("entry is not in the slot it names (invariant 1)")
 	}
-	h, e, err := w.newEntry(owner, key, deadline)
+	if e.pos != last {
+		moved := v[last]
+		v[e.pos] = moved
+		w.get(moved).pos = e.pos
+	}
+	e.pos = noEntry
+	return v[:last]
+}
+
+// schedule stages a new entry (invariant 7) and says whether to wake a
+// consumer sleeping past its due tick (invariant 5). at is the reading of
+// the clock the deadline was taken from. The caller wakes it once mu is
+// released.
+func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool, error) {
+	if w.count.Load() == 0 && len(w.staged) == 0 && at >= (w.cur+1)*int64(w.tick) {
+		// Nothing is placed relative to the old cur: catch up for free.
+		w.cur = int64(w.perTick.div(uint64(at)))
+	}
+	h, e, err := w.entries.Alloc()
 	if err != nil {
-		return ID{}, false, err
+		return ID{}, false, ErrTooMany
 	}
-	start := w.insert(int32(h.Idx), e)
-	w.count.Add(1)
-	wake := w.sleeping && start < w.sleepDue
+	*e = entry{deadline: deadline, key: key, pos: int32(len(w.staged)), where: stagedWhere, owner: owner}
+	o := &w.owners[owner]
+	o.refs++
+	o.chunkBit(h.Idx)
+	w.staged = append(w.staged, int32(h.Idx))
+	if !w.stagedAny.Load() {
+		w.stagedAny.Store(true)
+	}
+	wake := w.sleeping && max(w.dueOf(e), w.cur+1) < w.sleepDue
 	if wake {
 		w.sleeping = false
 	}
 	return ID{h}, wake, nil
 }
 
+// placeStaged puts every staged entry in its slot, but those due by tick
+// now, which join due (Expire fires them): a consumer that reads the clock
+// passes its tick, else cur (SleepTimeout places each due entry at cur+1,
+// whose start has passed, so that the consumer does not sleep). mu held.
+func (w *Wheel) placeStaged(now int64) {
+	placed := 0
+	for _, idx := range w.staged {
+		e := w.get(idx)
+		if now > w.cur && w.dueOf(e) <= now {
+			h, _, _ := w.entries.Current(uint32(idx))
+			e.pos = noEntry
+			w.due = append(w.due, dueEntry{e.deadline, h.Gen, idx})
+			continue
+		}
+		w.insert(idx, e)
+		placed++
+	}
+	w.count.Add(int64(placed))
+	if cap(w.staged) > slotKeep {
+		w.staged = nil
+	} else {
+		w.staged = w.staged[:0]
+	}
+	w.stagedAny.Store(false)
+}
+
 // cancel takes owner's pending entry id out of the wheel and frees it.
 func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
-	idx, e, ok := w.lookup(id)
+	e, ok := w.entries.Lookup(id.h)
 	if !ok || e.owner != owner {
 		return 0, false // fired (and freed), cancelled, or another owner's
 	}
-	key = e.key
-	w.unlink(idx, e)
-	w.freeEntry(id.h, e)
+	idx := int32(id.h.Idx)
+	if e.where == stagedWhere {
+		w.staged = w.unlinkFrom(w.staged, idx, e) // the common case, inlined
+	} else {
+		w.unlink(idx, e)
+	}
+	o := &w.owners[owner]
+	o.refs--
+	o.cancels++
 	w.cancelled++
-	w.owners[owner].cancels++
+	key = e.key
+	w.entries.FreeFound(id.h)
 	return key, true
 }

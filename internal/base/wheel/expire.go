@@ -38,19 +38,29 @@ func (w *Wheel) next() (level int, s, start int64, ok bool) {
 // Expire brings the wheel to the current tick: every entry that has come
 // due fires (owner 0's keys go to fire, a Queue's join its expired ring,
 // in deadline order), and entries of slots above level 0 whose start has
-// come move down. Consumer only. An empty wheel costs one atomic load,
-// inlined into the caller: a Poll asks twice per pass.
+// come move down. Consumer only. An empty wheel costs two atomic loads,
+// inlined into the caller. It reads the clock; ExpireWith shares one
+// reading with the pass's SleepTimeout.
 func (w *Wheel) Expire() {
-	if w.count.Load() != 0 {
-		w.expire()
+	if w.Busy() {
+		var r Reading
+		w.ExpireWith(&r)
 	}
 }
 
-func (w *Wheel) expire() {
+// ExpireWith is Expire at the tick of r (read now, if r has no reading
+// yet). The caller checks Busy first.
+func (w *Wheel) ExpireWith(r *Reading) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := w.now()
-	if now <= w.cur || w.closed {
+	if w.closed {
+		return
+	}
+	now := int64(w.perTick.div(uint64(w.read(r))))
+	if w.stagedAny.Load() {
+		w.placeStaged(now)
+	}
+	if now <= w.cur {
 		return
 	}
 	for {
@@ -84,9 +94,10 @@ func (w *Wheel) takeSlot(l int, s, start int64) {
 		if debugChecks && (e == nil || int64(e.where) != pos) {
 			corrupted("entry in a slot other than the one it names (invariant 1)")
 		}
+		if debugChecks && w.owners[e.owner].closed {
+			corrupted("an entry of a closed owner is in a slot (closeOwner frees them)")
+		}
 		switch {
-		case w.owners[e.owner].closed:
-			w.freeEntry(h, e)
 		case w.dueOf(e) <= w.cur:
 			w.due = append(w.due, dueEntry{e.deadline, h.Gen, idx})
 		default:
@@ -150,12 +161,16 @@ func (w *Wheel) fireDue() {
 }
 
 // SleepTimeout shortens the consumer's timeout to the start of the next
-// occupied slot and records that the consumer sleeps until then. It returns
-// the timeout and whether the wheel shortened it. Consumer only; pair with
-// Awake.
-func (w *Wheel) SleepTimeout(timeout time.Duration) (time.Duration, bool) {
+// occupied slot, counted from r (read now if r has no reading and the
+// wheel holds an entry), and records that the consumer sleeps until then.
+// It returns the timeout and whether the wheel shortened it. Consumer
+// only; pair with Awake.
+func (w *Wheel) SleepTimeout(timeout time.Duration, r *Reading) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stagedAny.Load() {
+		w.placeStaged(w.cur)
+	}
 	_, _, start, ok := w.next()
 	if !ok {
 		start = math.MaxInt64
@@ -164,7 +179,7 @@ func (w *Wheel) SleepTimeout(timeout time.Duration) (time.Duration, bool) {
 	if !ok {
 		return timeout, false
 	}
-	until := w.untilTick(start)
+	until := w.untilTick(start, r)
 	if timeout >= 0 && timeout <= until {
 		return timeout, false
 	}
@@ -185,6 +200,8 @@ func (w *Wheel) Close() {
 	defer w.mu.Unlock()
 	w.closed = true
 	w.entries.Reset()
+	w.staged = nil
+	w.stagedAny.Store(false)
 	for i := range w.slotv {
 		w.slotv[i] = nil
 	}

@@ -10,10 +10,15 @@ import (
 )
 
 // Owners. Every entry belongs to an owner: 0 is the wheel user's own
-// (fire), every other id is one Queue's. An owner id is reused once its
-// Queue is closed and its last entry has left the wheel, so a closed
-// Queue's entries never fire into its successor. Everything here runs
-// with mu held unless it says otherwise.
+// (fire), every other id is one Queue's. Closing a Queue frees its
+// entries at once (closeOwner), so its id is free for the next Queue as
+// soon as Close returns, and no entry of a closed Queue is left to fire
+// into its successor. To find them without a list per owner (which would
+// cost memory per deadline, or work per Set), an owner keeps a filter of
+// the table chunks its entries have been in (chunkBit): Close looks only
+// at those chunks, one in filterChunks of the table when an owner's
+// entries are few. Everything here runs with mu held unless it says
+// otherwise.
 
 // ErrFull: a wheel has MaxQueues Queues already.
 var ErrFull = errors.New("wheel: no owner id left")
@@ -27,10 +32,24 @@ type owner struct {
 	readable func(bool)        // a Queue's: sets (true) or clears its readiness; under mu
 	refs     int               // its entries in the wheel (pending)
 	expired  ring.Ring[uint64] // keys of its entries that fired, in deadline order
-	closed   bool              // entries are freed as they come up
+	closed   bool              // Close ran: no entry is left, the id is free once refs is 0
 	res      time.Duration     // the Queue's resolution in whole ticks (ownerRes, dueOf)
 	fired    uint64
 	cancels  uint64
+	// chunks has bit c%filterChunks set if an entry of the owner may be
+	// in table chunk c (set on Add, cleared only when the owner is
+	// closed): where closeOwner looks for its entries.
+	chunks [filterChunks / 64]uint64
+}
+
+// filterChunks is the number of bits of an owner's chunk filter: a Close
+// looks at 1/filterChunks of a big table per chunk its entries were in.
+const filterChunks = 256
+
+// chunkBit notes in owner o's filter that entry idx is its.
+func (o *owner) chunkBit(idx uint32) {
+	c := idx / table.ChunkSize % filterChunks
+	o.chunks[c/64] |= 1 << (c % 64)
 }
 
 // Stats are one Queue's counters (poll.TimerStats says what each means).
@@ -80,18 +99,44 @@ func (w *Wheel) ownerRes(res time.Duration) time.Duration {
 	return n * w.tick
 }
 
-// closeOwner drops the owner's expired keys; its pending entries are
-// freed as they come up in the wheel (Expire), and the id is reused once
-// none is left. Takes mu.
-func (w *Wheel) closeOwner(id uint16) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.owners[id].closeLocked()
+// closeOwner closes owner id: it drops its expired keys and frees its
+// pending entries, which leave their slots (or staged) at once, and
+// returns their number. The id is free for the next newOwner. mu held.
+func (w *Wheel) closeOwner(id uint16) int {
+	o := &w.owners[id]
+	o.closeLocked()
+	dropped := o.refs
+	span := w.entries.Span() / table.ChunkSize
+	for c := uint32(0); c < filterChunks && o.refs > 0; c++ {
+		if o.chunks[c/64]&(1<<(c%64)) == 0 {
+			continue
+		}
+		for ci := c; ci < span && o.refs > 0; ci += filterChunks {
+			w.dropChunk(id, ci)
+		}
+	}
+	if debugChecks && o.refs != 0 {
+		corrupted("a closed owner has entries outside its chunk filter")
+	}
+	o.chunks = [filterChunks / 64]uint64{}
+	o.cancels += uint64(dropped)
+	w.cancelled += uint64(dropped)
+	return dropped
 }
 
 func (o *owner) closeLocked() {
 	o.closed = true
 	o.expired.Reset()
+}
+
+// dropChunk frees the entries of owner id in table chunk ci. mu held.
+func (w *Wheel) dropChunk(id uint16, ci uint32) {
+	for idx := ci * table.ChunkSize; idx < (ci+1)*table.ChunkSize; idx++ {
+		if h, e, ok := w.entries.Current(idx); ok && e.owner == id {
+			w.unlink(int32(idx), e)
+			w.freeEntry(h, e)
+		}
+	}
 }
 
 // toExpired frees an entry that came due and appends its key to its

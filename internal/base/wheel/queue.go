@@ -25,6 +25,10 @@ import (
 //  2. Before Bind, Locked holds mu, which Bind takes too; after it, the
 //     wheel's mu. Both are held by Locked once bound, so what Locked
 //     guards is never touched by a callback and a Locked at once.
+//  3. Once closed is set (under the wheel's mu, by Close), the Queue no
+//     longer uses id, which the next Queue may own: every method checks
+//     closed under the wheel's mu before it touches the owner, and Stats
+//     answers from final.
 type Queue struct {
 	res       time.Duration
 	readable  func(bool)   // see owner.readable
@@ -33,7 +37,10 @@ type Queue struct {
 
 	mu sync.Mutex // serialises Bind and Close; Locked before Bind
 	w  atomic.Pointer[Wheel]
-	id uint16 // owner id in w
+	id uint16 // owner id in w, while not closed
+
+	closed bool  // guarded by the wheel's mu (invariant 3)
+	final  Stats // the owner's counters when it was closed
 }
 
 // Init sets up a Queue of resolution res (rounded up to whole ticks of the
@@ -87,13 +94,14 @@ func (q *Queue) bound() (*Wheel, uint16, error) {
 // the deadline; if it returns an error, nothing is added and Add returns
 // that error.
 func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) {
-	w, id, err := q.bound()
-	if err != nil {
-		return ID{}, err
+	w := q.w.Load()
+	if w == nil {
+		return ID{}, q.unbound()
 	}
-	deadline, now := w.DeadlineAfter(d)
+	id := q.id
+	deadline, at := w.DeadlineAfter(d)
 	w.mu.Lock()
-	if w.closed || w.owners[id].closed {
+	if w.closed || q.closed {
 		w.mu.Unlock()
 		return ID{}, q.errClosed
 	}
@@ -102,7 +110,7 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 		w.mu.Unlock()
 		return ID{}, err
 	}
-	eid, wake, err := w.schedule(id, key, deadline, now)
+	eid, wake, err := w.schedule(id, key, deadline, at)
 	w.mu.Unlock()
 	if wake {
 		w.wake()
@@ -115,15 +123,20 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 // mutex. It returns false for a deadline that has passed (even one not yet
 // taken), was removed already, or is another Queue's.
 func (q *Queue) Remove(eid ID, gone func(key uint64)) (key uint64, ok bool) {
-	w, id, err := q.bound()
-	if err != nil {
+	w := q.w.Load()
+	if w == nil {
 		return 0, false
 	}
+	id := q.id
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if key, ok = w.cancel(id, eid); ok && gone != nil {
-		gone(key)
+	if q.closed {
+		w.mu.Unlock()
+		return 0, false
 	}
+	if key, ok = w.cancel(id, eid); ok && gone != nil {
+		gone(key) // does not panic: it runs the caller's bookkeeping only
+	}
+	w.mu.Unlock()
 	return key, ok
 }
 
@@ -137,6 +150,9 @@ func (q *Queue) TryRecv(take func(key uint64)) (key uint64, ok bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if q.closed {
+		return 0, false
+	}
 	if key, ok = w.takeExpired(id); ok && take != nil {
 		take(key)
 	}
@@ -164,11 +180,15 @@ func (q *Queue) Stats() Stats {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if q.closed {
+		return q.final
+	}
 	return w.stats(id)
 }
 
 // Close calls closeSource and, if it succeeds, drops the Queue's expired
-// keys; its pending deadlines are freed as they come up in the wheel. It
+// keys and its pending deadlines, which leave the wheel at once (counted
+// as cancelled), and gives its owner id back for the next Queue. It
 // returns closeSource's error.
 func (q *Queue) Close(closeSource func() error) error {
 	q.mu.Lock()
@@ -177,7 +197,15 @@ func (q *Queue) Close(closeSource func() error) error {
 		return err
 	}
 	if w := q.w.Load(); w != nil {
-		w.closeOwner(q.id)
+		w.mu.Lock()
+		if !q.closed {
+			if !w.closed {
+				w.closeOwner(q.id)
+			}
+			q.final = w.stats(q.id)
+		}
+		q.closed = true
+		w.mu.Unlock()
 	}
 	return nil
 }

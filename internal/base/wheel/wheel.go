@@ -40,7 +40,7 @@
 //
 // Invariants (all under mu):
 //  1. An entry is in exactly one slot (where names it, and
-//     slotv[where][pos] is its index) or free. When it fires it is freed
+//     slotv[where][pos] is its index), or staged (invariant 7), or free. When it fires it is freed
 //     (a Queue's key joins its expired ring; owner 0's key goes to the
 //     fire callback), so a stale ID names nothing from then on.
 //  2. Bit s of levels[l].occupied is set iff slot s of level l has an
@@ -49,9 +49,9 @@
 //     that levelFor and slotFor give for its due tick relative to cur (cur
 //     only moves to the start of the earliest occupied slot, or past every
 //     slot start, so placements stay true).
-//  4. count is the number of entries in slots whenever mu is free; it is
-//     also read without mu (atomic), so that a Poll with nothing pending
-//     pays nothing. Expire adjusts it once per slot it takes, not once per
+//  4. count is the number of entries in slots (not staged) whenever mu is
+//     free; it is also read without mu (atomic), with stagedAny, so that
+//     a Poll with nothing pending pays nothing. Expire adjusts it once per slot it takes, not once per
 //     entry.
 //  5. While sleeping is set, the consumer sleeps until tick sleepDue at the
 //     latest; an insertion whose slot starts earlier wakes it, since it
@@ -61,6 +61,16 @@
 //     counter of 2^31 - 1 values, so a stale ID, once its entry is freed
 //     and reused, never matches in practice. They also order allocations,
 //     which orders the entries that fire in the same nanosecond.
+//  7. A new entry is staged: its index goes in staged (where is
+//     stagedWhere, pos its place there) and no level knows it, until the
+//     consumer's next look (Expire, SleepTimeout) places it, or fires it
+//     if it is due by then. stagedAny is set while staged is not empty
+//     (it may stay set after a Remove emptied it, until that look). So a
+//     deadline set and removed between two looks, the common case of a
+//     timeout whose reply came, costs an append and a swap, and a
+//     consumer that looks once per tick places each deadline once. While
+//     the consumer sleeps, an entry due before sleepDue wakes it
+//     (invariant 5), which is all the levels would have done.
 //
 // Lock order: a Queue's mu, then the Poll's locks (a Registration's mu),
 // then the wheel's mu, a leaf: nothing called under it takes another lock
@@ -81,21 +91,26 @@ import (
 // Wheel is one Poll's timing wheel. The zero Wheel is not usable: call
 // Init once before anything else.
 type Wheel struct {
-	mu       sync.Mutex
-	tick     time.Duration
-	perTick  divider // divides by tick (times are never negative)
-	origin   time.Time
-	bits     uint  // log2 of slots per level
-	slots    int64 // slots per level
-	levels   []level
-	slotv    [][]int32 // the entries of each slot l*slots+s, in no order (invariant 1)
-	cur      int64     // the last tick the consumer has brought the wheel to (see invariant 3)
-	count    atomic.Int64
-	sleeping bool
-	sleepDue int64
-	closed   bool
-	wake     func()
-	fire     func(key uint64) // owner 0's due entries, under mu
+	mu      sync.Mutex
+	tick    time.Duration
+	perTick divider // divides by tick (times are never negative)
+	origin  time.Time
+	bits    uint  // log2 of slots per level
+	slots   int64 // slots per level
+	levels  []level
+	slotv   [][]int32 // the entries of each slot l*slots+s, in no order (invariant 1)
+	cur     int64     // the last tick the consumer has brought the wheel to (see invariant 3)
+	count   atomic.Int64
+	// staged holds the entries added since the consumer last looked, in
+	// no order (invariant 7); stagedAny says, without mu, that it may not
+	// be empty.
+	staged    []int32
+	stagedAny atomic.Bool
+	sleeping  bool
+	sleepDue  int64
+	closed    bool
+	wake      func()
+	fire      func(key uint64) // owner 0's due entries, under mu
 
 	entries table.Table[entry]
 	owners  []owner // by owner id; 0 is the wheel user's own (fire)
@@ -106,6 +121,7 @@ type Wheel struct {
 
 	// Totals for Totals.
 	expired, cancelled uint64
+	reads              uint64 // clock readings of the consumer (ClockReads)
 	taken              uint64 // entries Expire took from slots (tests)
 	touched            int64  // see touch
 }
@@ -120,7 +136,7 @@ type entry struct {
 	deadline int64  // nanoseconds since origin
 	key      uint64 // the owner's: a Registration's delay slot or a Queue key
 	pos      int32  // its index in slotv[where]
-	where    uint16 // its slot: l*slots+s
+	where    uint16 // its slot: l*slots+s, or stagedWhere
 	owner    uint16
 }
 
@@ -134,7 +150,8 @@ const slotKeep = 256
 const slotFirst = 16
 
 const (
-	ownerDirect = 0 // the wheel user's own entries, handed to fire
+	stagedWhere = math.MaxUint16 // entry.where of a staged entry (invariant 7)
+	ownerDirect = 0              // the wheel user's own entries, handed to fire
 	maxOwners   = math.MaxUint16
 	noEntry     = -1
 )
@@ -173,20 +190,36 @@ func (w *Wheel) Init(tick time.Duration, slots int, wake func(), fire func(key u
 	w.wake, w.fire = wake, fire
 }
 
-// now is the current tick: whole ticks since origin.
-func (w *Wheel) now() int64 { return int64(w.perTick.div(uint64(time.Since(w.origin)))) }
+// Reading is one reading of the wheel's clock, taken when a call first
+// needs it and shared by the calls of one pass of the consumer (Expire,
+// SleepTimeout), so that a pass reads the clock once. A reading only ever
+// lags the clock, so a call that uses one is never early; it is late by
+// no more than the time since the reading, which the consumer keeps short
+// (a new Reading after it slept). The zero Reading has none yet.
+type Reading struct {
+	at int64 // nanoseconds since origin
+	ok bool
+}
+
+// read returns r's reading, taking it now if r has none. mu held.
+func (w *Wheel) read(r *Reading) int64 {
+	if !r.ok {
+		r.at, r.ok = int64(time.Since(w.origin)), true
+		w.reads++
+	}
+	return r.at
+}
 
 // DeadlineAfter is the deadline d from now, in nanoseconds since origin,
-// saturated rather than wrapped, and the current tick (from the same
-// reading of the clock: one reading per deadline). It needs no lock: read
-// the clock before taking mu, and hand both to AddLocked.
-func (w *Wheel) DeadlineAfter(d time.Duration) (deadline, now int64) {
-	at := time.Since(w.origin)
-	now = int64(w.perTick.div(uint64(at)))
-	if d > math.MaxInt64-at {
-		return math.MaxInt64, now
+// saturated rather than wrapped, and the reading of the clock it was taken
+// from (at, nanoseconds since origin: one reading per deadline). It needs
+// no lock: read the clock before taking mu, and hand both to AddLocked.
+func (w *Wheel) DeadlineAfter(d time.Duration) (deadline, at int64) {
+	now := time.Since(w.origin)
+	if d > math.MaxInt64-now {
+		return math.MaxInt64, int64(now)
 	}
-	return int64(at + d), now
+	return int64(now + d), int64(now)
 }
 
 // dueTick is the tick at which a deadline is due: ceil(deadline/tick).
@@ -246,12 +279,12 @@ func (w *Wheel) slotStart(level int, s int64) int64 {
 	return start
 }
 
-// untilTick is the time from now to the start of tick due, never negative,
+// untilTick is the time from the reading r to the start of tick due, never negative,
 // and saturated at the largest Duration rather than wrapping: a delay of
 // centuries on a coarse tick must not become a timeout of zero.
-func (w *Wheel) untilTick(due int64) time.Duration {
+func (w *Wheel) untilTick(due int64, r *Reading) time.Duration {
 	if due > int64(math.MaxInt64/w.tick) {
 		return math.MaxInt64
 	}
-	return max(time.Duration(due)*w.tick-time.Since(w.origin), 0)
+	return max(time.Duration(due)*w.tick-time.Duration(w.read(r)), 0)
 }
