@@ -28,12 +28,15 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	}
 	c.inCall = true
 	c.triggered = false
-	if f := c.opened; f != nil {
+	if c.tls != nil && !c.tls.established {
+		c.tlsCall()
+	}
+	if f := c.opened; f != nil && c.tlsUp() {
 		c.opened = nil
 		f(c, nil) // a Dial's done: before anything else of the Conn's
 	}
 	c.runAsync()
-	if c.Queued() > 0 {
+	if c.queued() > 0 {
 		c.flush()
 	}
 	if ev.Ready&connReading != 0 {
@@ -41,7 +44,7 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 		c.hup = c.hup || ev.Ready&(poll.Hup|poll.Error) != 0
 	}
 	act := eventloop.Keep
-	if c.reading() && (c.undrained || c.redeliver) {
+	if c.reading() && (c.mayHaveInput() || c.redeliver) {
 		act = c.readPass()
 	}
 	c.flush()
@@ -60,7 +63,7 @@ func (cs *source) Removed(*eventloop.Loop, poll.Token) {
 
 // reading reports whether the Conn reads now.
 func (c *Conn) reading() bool {
-	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending()
+	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending() && !c.tlsStalled()
 }
 
 // runAsync runs what Async queued, in order.
@@ -96,7 +99,13 @@ func (c *Conn) readPass() eventloop.Action {
 		c.redeliver = false
 		c.deliverOwn()
 	}
-	if !c.undrained {
+	if c.tls != nil && !c.tls.established {
+		if c.failed || !c.undrained {
+			return eventloop.Keep
+		}
+		return c.tlsFeed()
+	}
+	if !c.mayHaveInput() {
 		return eventloop.Keep
 	}
 	for range c.cfg.ReadsPerCall {
@@ -122,7 +131,7 @@ func (c *Conn) readPass() eventloop.Action {
 			}
 			buf = scratch[:min(len(scratch), c.cfg.MaxReadBuffer)]
 		}
-		n, err := c.s.Read(buf)
+		n, err := c.readStream(buf)
 		if n > 0 {
 			c.stats.Reads++
 			c.stats.BytesRead += uint64(n)
@@ -135,8 +144,8 @@ func (c *Conn) readPass() eventloop.Action {
 			}
 		}
 		switch {
-		case err == nil && n < len(buf) && !lasting:
-			c.undrained = false // a short read: the socket is drained
+		case err == nil && n < len(buf) && !lasting && c.tls == nil:
+			c.undrained = false // a short read: the socket is drained (a TLS read is one record: see tlsReadSocket)
 			return eventloop.Keep
 		case err == nil:
 			continue // full: there may be more
@@ -217,8 +226,8 @@ func (c *Conn) flush() {
 	if c.failed {
 		return
 	}
-	if c.at < len(c.out) {
-		n, err := c.s.Write(c.out[c.at:])
+	if c.queued() > 0 {
+		n, err := c.writeStream(c.out[c.at:])
 		c.at += n
 		if n > 0 {
 			c.stats.Writes++
@@ -237,7 +246,10 @@ func (c *Conn) flush() {
 		} else {
 			c.out = c.out[:0]
 		}
-		if c.shut && !c.shutDone {
+		if c.shut || c.closing {
+			c.tlsNotify() // close_notify before the FIN
+		}
+		if c.shut && !c.shutDone && c.tlsShutReady() && c.queued() == 0 {
 			c.shutDone = true
 			if err := c.s.CloseWrite(); err != nil {
 				c.fail(err)
@@ -266,14 +278,14 @@ func (c *Conn) flush() {
 // otherwise the registration its state needs (Readable while reading,
 // Writable while output waits), changed only when it differs.
 func (c *Conn) settle(act eventloop.Action) eventloop.Action {
-	if c.failed || c.closing && c.Queued() == 0 {
+	if c.failed || c.closing && c.queued() == 0 {
 		return eventloop.Remove
 	}
 	var want poll.Ready
 	if c.reading() {
 		want |= connReading
 	}
-	if c.Queued() > 0 {
+	if c.queued() > 0 {
 		want |= poll.Writable
 	}
 	if want == 0 {
@@ -282,7 +294,7 @@ func (c *Conn) settle(act eventloop.Action) eventloop.Action {
 		// nothing, so it watches for an error, the one thing left to learn.
 		want = poll.Error
 	}
-	if c.reading() && (c.redeliver || c.undrained) {
+	if c.reading() && (c.redeliver || c.mayHaveInput()) {
 		act = eventloop.Again // reading resumed: input in hand, or maybe in the socket
 	}
 	if want != c.registered {

@@ -29,6 +29,7 @@ import (
 //     own calls act on it, also on a Loop with several workers.
 type loopState struct {
 	conns atomic.Int64 // Conns on the Loop: added, not yet closed (read without mu)
+	hs    handshakes   // the TLS handshakes' goroutines (tls_handshake.go), under its own mu
 
 	mu       sync.Mutex
 	live     map[*Conn]struct{}
