@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +126,15 @@ func waitErr(t testing.TB, ch <-chan error) error {
 		t.Fatal("the Conn did not close")
 		return nil
 	}
+}
+
+// byeEcho echoes, and closes after echoing a line "bye".
+type byeEcho struct{ *tlsEcho }
+
+func (e byeEcho) Data(c *Conn, in []byte) int {
+	n := e.tlsEcho.Data(c, in)
+	if strings.HasSuffix(string(in[:n]), "bye\n") {
+		c.Close()
+	}
+	return n
 }
