@@ -223,11 +223,22 @@ func (c *Conn) readEOF() {
 // flush writes the queued output until it is all written or the socket is
 // full, then applies what waited for the queue to empty.
 func (c *Conn) flush() {
-	if c.failed {
-		return
+	for c.flushOnce() {
 	}
+}
+
+// flushOnce is one write of flush. It reports whether to write again: the
+// socket took everything, and the PressureHandler, told that the queue
+// drained, queued more. That output must not wait for a Writable edge:
+// under Edge none comes for a socket that never filled.
+func (c *Conn) flushOnce() (again bool) {
+	if c.failed {
+		return false
+	}
+	full := false
 	if c.queued() > 0 {
-		n, err := c.writeStream(c.out[c.at:])
+		b := c.out[c.at:]
+		n, err := c.writeStream(b)
 		c.at += n
 		if n > 0 {
 			c.stats.Writes++
@@ -236,8 +247,9 @@ func (c *Conn) flush() {
 		c.noteWrite(n)
 		if err != nil && !isWouldBlock(err) {
 			c.fail(err)
-			return
+			return false
 		}
+		full = err != nil || n < len(b)
 	}
 	if c.at == len(c.out) {
 		c.at = 0
@@ -253,7 +265,7 @@ func (c *Conn) flush() {
 			c.shutDone = true
 			if err := c.s.CloseWrite(); err != nil {
 				c.fail(err)
-				return
+				return false
 			}
 		}
 	} else if c.at > len(c.out)/2 && c.at > 4096 {
@@ -271,7 +283,9 @@ func (c *Conn) flush() {
 		if !c.inCall {
 			c.trigger()
 		}
+		return !full && c.queued() > 0
 	}
+	return false
 }
 
 // settle decides what the call ends with: Remove when the Conn is done,
