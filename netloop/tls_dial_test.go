@@ -85,7 +85,9 @@ type collect struct {
 	closed chan error
 }
 
-func newCollect() *collect { return &collect{got: make(chan []byte, 1024), closed: make(chan error, 1)} }
+func newCollect() *collect {
+	return &collect{got: make(chan []byte, 1024), closed: make(chan error, 1)}
+}
 
 func (h *collect) Data(c *Conn, in []byte) int {
 	h.got <- append([]byte(nil), in...)
