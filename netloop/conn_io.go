@@ -28,12 +28,13 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	}
 	c.inCall = true
 	c.triggered = false
-	if c.tls != nil && !c.tls.established {
-		c.tlsCall()
-	}
+	up := c.tls != nil && !c.tls.established && c.tlsCall()
 	if f := c.opened; f != nil && c.tlsUp() {
 		c.opened = nil
 		f(c, nil) // a Dial's done: before anything else of the Conn's
+	}
+	if h, ok := c.h.(TLSHandler); up && ok && !c.Closed() {
+		h.HandshakeDone(c)
 	}
 	c.runAsync()
 	if c.queued() > 0 {

@@ -110,6 +110,12 @@ func Dial(ctx context.Context, l *eventloop.Loop, network, address string, h Han
 // A Unix-domain connect completes at once or fails (socket.DialUnix).
 // Once connected, ctx no longer matters.
 //
+// With Config.TLS the Conn is a TLS client: done runs once its handshake
+// is done (c.ConnectionState is then known), or hears the handshake's
+// failure (a certificate that does not verify: errors.As a
+// *tls.CertificateVerificationError) or ErrHandshakeTimeout, which
+// Config.HandshakeTimeout bounds, not Timeout.
+//
 // Dial returns an error, and done is never called, when the dial cannot
 // start: a nil or zero Loop, nil ctx, h or done, an unknown network, a
 // malformed address or a Config out of range (ErrInvalidArgument), or a

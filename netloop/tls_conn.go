@@ -18,8 +18,9 @@ import (
 var ErrHandshakeTimeout = errors.New("unipoll: netloop: tls handshake timeout")
 
 // TLSHandler is told, in a Conn's call, when its TLS handshake is done,
-// before Data hears any input (a server that speaks first writes here;
-// c.ConnectionState says what was agreed, such as the ALPN protocol).
+// before Data hears any input (after a Dial's done): a server that speaks
+// first may write here, and c.ConnectionState says what was agreed, such
+// as the ALPN protocol or the client's certificate.
 type TLSHandler interface {
 	HandshakeDone(c *Conn)
 }
@@ -77,9 +78,9 @@ func (c *Conn) newTLS(client bool, serverName string) *tlsConn {
 }
 
 // tlsCall runs at the start of each call of a TLS Conn that is not yet
-// established: it ends the Conn at the handshake timeout, takes the
-// handshake's result, and tells a TLSHandler.
-func (c *Conn) tlsCall() {
+// established: it ends the Conn at the handshake timeout, and takes the
+// handshake's result. It reports whether the Conn is established now.
+func (c *Conn) tlsCall() (up bool) {
 	t := c.tls
 	t.tr.mu.Lock()
 	done, err := t.hsDone, t.hsErr
@@ -95,10 +96,8 @@ func (c *Conn) tlsCall() {
 		t.established = true
 		t.pending = true // input may have come with the handshake's last flight
 		t.stopTimeout()
-		if h, ok := c.h.(TLSHandler); ok && c.opened == nil {
-			h.HandshakeDone(c)
-		}
 	}
+	return t.established
 }
 
 // tlsUp reports whether the Conn may run its Dial's done: a plain Conn,
