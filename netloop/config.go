@@ -76,7 +76,11 @@ type Config struct {
 	// (io.ErrUnexpectedEOF). Queued, Buffered, the bounds and the
 	// timeouts count plaintext, and so do ConnStats' bytes. A failed
 	// handshake closes the Conn with its error (a Dial's done hears it);
-	// Relay refuses a TLS Conn.
+	// Relay refuses a TLS Conn. A TLS Conn's TCP socket gets TCP_NODELAY,
+	// as package net's have: the handshake's last flight and the first
+	// data go out in separate writes, and Nagle's algorithm would hold the
+	// second for the peer's delayed ACK (40 ms on Linux); SetNoDelay(false)
+	// undoes it.
 	TLS *tls.Config
 	// HandshakeTimeout bounds a TLS handshake, from Add, the wait for a
 	// place among the Loop's handshakes (MaxHandshakes) included: the

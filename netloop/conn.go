@@ -129,6 +129,9 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 		_ = s.Close()
 		return nil, err
 	}
+	if nd, ok := s.(interface{ SetNoDelay(bool) error }); ok && cfg.TLS != nil {
+		_ = nd.SetNoDelay(true) // see Config.TLS; a Stream that cannot is served as it is
+	}
 	c := &Conn{l: l, ls: stateOf(l), s: s, h: h, cfg: cfg, registered: connReading, opened: opened, undrained: true}
 	c.ls.conns.Add(1)
 	// The token, the clocks and the limits are the Conn's before its first

@@ -96,6 +96,7 @@ func (c *Conn) tlsCall() (up bool) {
 		t.established = true
 		t.pending = true // input may have come with the handshake's last flight
 		t.stopTimeout()
+		t.tr.dropHandshakeBuffers()
 	}
 	return t.established
 }

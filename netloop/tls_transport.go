@@ -190,6 +190,20 @@ func (tr *tlsTransport) Close() error {
 	return nil
 }
 
+// dropHandshakeBuffers lets the handshake's buffers go, if empty: an
+// idle Conn keeps none, and traffic grows its own.
+func (tr *tlsTransport) dropHandshakeBuffers() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.inAt == len(tr.in) {
+		tr.in, tr.inAt = nil, 0
+	}
+	if tr.outAt == len(tr.out) {
+		tr.out, tr.outAt = nil, 0
+	}
+	tr.wake = nil // no handshake waits any more (invariant 3)
+}
+
 // pendingOut is the ciphertext not yet written to the socket.
 func (tr *tlsTransport) pendingOut() int {
 	tr.mu.Lock()
