@@ -141,7 +141,7 @@ func (c *Conn) applyTimeouts(now time.Time) {
 		c.dl.lastActive = now
 	}
 	if c.cfg.WriteTimeout == 0 && write != 0 {
-		c.dl.writing, c.dl.lastWrite = c.Queued() > 0, now
+		c.dl.writing, c.dl.lastWrite = c.queued() > 0, now
 	}
 	c.cfg.ReadTimeout, c.cfg.IdleTimeout, c.cfg.WriteTimeout = read, idle, write
 }
@@ -207,7 +207,7 @@ func (c *Conn) noteWrite(n int) {
 		c.dl.lastActive = time.Now()
 	}
 	if c.cfg.WriteTimeout > 0 {
-		waiting := c.Queued() > 0
+		waiting := c.queued() > 0
 		if waiting && (n > 0 || !c.dl.writing) {
 			c.dl.lastWrite = time.Now()
 		}
@@ -264,7 +264,7 @@ func (c *Conn) checkDeadlines() {
 	if t := c.cfg.WriteTimeout; t > 0 {
 		// Only while output waits: with nothing queued, nothing is late.
 		left := t
-		if c.Queued() > 0 {
+		if c.queued() > 0 {
 			left = t - now.Sub(c.dl.lastWrite)
 		}
 		if left <= 0 {

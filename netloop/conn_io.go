@@ -300,7 +300,7 @@ func (c *Conn) settle(act eventloop.Action) eventloop.Action {
 	if c.reading() {
 		want |= connReading
 	}
-	if c.queued() > 0 {
+	if c.canWrite() {
 		want |= poll.Writable
 	}
 	if want == 0 {

@@ -150,6 +150,17 @@ func (c *Conn) queued() int {
 	return q
 }
 
+// canWrite reports output the Conn can write once the socket has room:
+// its queue, but while a TLS handshake runs only the handshake's records
+// (the plaintext waits for the keys; the handshake's end triggers the
+// call that writes it).
+func (c *Conn) canWrite() bool {
+	if c.tls != nil && !c.tls.established {
+		return c.tls.tr.pendingOut() > 0
+	}
+	return c.queued() > 0
+}
+
 // readStream reads the Stream, or a TLS Conn's plaintext.
 func (c *Conn) readStream(buf []byte) (int, error) {
 	if c.tls == nil {

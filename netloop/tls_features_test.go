@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/unipoll/unipoll/eventloop"
+	"github.com/unipoll/unipoll/socket"
 )
 
 // serveEcho serves TLS with cfg and hands each Conn's handler to the test.
@@ -141,4 +144,36 @@ func TestTLSResumption(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server that speaks first: what it writes right after Add, before the
+// handshake, waits for the keys and is the client's first read; and one
+// that writes in HandshakeDone is read after it, in order.
+func TestTLSServerSpeaksFirst(t *testing.T) {
+	rig := newTLSRig(t)
+	g, err := NewGroup(GroupConfig{Loops: 1})
+	require.NoError(t, err)
+	ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, s *socket.TCPConn) {
+		c, err := Add(l, s, &greeter{echo: echo{closed: make(chan error, 1)}}, Config{TLS: rig.serverConfig()})
+		if err == nil {
+			_, _ = c.WriteString("banner;")
+		}
+	})
+	require.NoError(t, err)
+	runGroup(t, g)
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		c := dialTLS(t, ln.Addr().String(), rig.clientConfig(v))
+		got := make([]byte, len("banner;agreed "+tls.VersionName(v)+";"))
+		_, err := io.ReadFull(c, got)
+		require.NoError(t, err)
+		require.Equal(t, "banner;agreed "+tls.VersionName(v)+";", string(got))
+	}
+}
+
+// greeter says which version the handshake agreed, then echoes.
+type greeter struct{ echo }
+
+func (*greeter) HandshakeDone(c *Conn) {
+	st, _ := c.ConnectionState()
+	_, _ = c.WriteString("agreed " + tls.VersionName(st.Version) + ";")
 }
