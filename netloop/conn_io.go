@@ -181,6 +181,9 @@ func (c *Conn) deliverScratch(in []byte) {
 // consumed.
 func (c *Conn) deliverOwn() {
 	k := c.consume(c.in)
+	if k == 0 {
+		return // nothing consumed (a message still arriving): no copy of what waits
+	}
 	n := copy(c.in, c.in[k:])
 	c.in = c.in[:n]
 	if n == 0 && cap(c.in) > 64<<10 {
