@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -176,4 +177,32 @@ type greeter struct{ echo }
 func (*greeter) HandshakeDone(c *Conn) {
 	st, _ := c.ConnectionState()
 	_, _ = c.WriteString("agreed " + tls.VersionName(st.Version) + ";")
+}
+
+// Bad TLS settings are refused with ErrInvalidArgument, and so is a Relay
+// of a TLS Conn (it would pass ciphertext on as if it were the stream).
+func TestTLSInvalid(t *testing.T) {
+	rig := newTLSRig(t)
+	l := newLoop(t, eventloop.Config{})
+	for _, cfg := range []Config{
+		{TLS: rig.serverConfig(), MaxHandshakes: -1},
+		{TLS: rig.serverConfig(), HandshakeTimeout: -time.Second},
+	} {
+		a, b, err := socket.Pair()
+		require.NoError(t, err)
+		_, err = Add(l, a, newTLSEcho(), cfg)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.NoError(t, b.Close())
+	}
+	pair := func(cfg Config) *Conn {
+		a, b, err := socket.Pair()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.Close() })
+		c, err := Add(l, a, newTLSEcho(), cfg)
+		require.NoError(t, err)
+		return c
+	}
+	err := Relay(pair(Config{TLS: rig.serverConfig()}), pair(Config{}))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "TLS")
 }
