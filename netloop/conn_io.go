@@ -62,9 +62,15 @@ func (cs *source) Removed(*eventloop.Loop, poll.Token) {
 	(*Conn)(cs).removed()
 }
 
-// reading reports whether the Conn reads now.
+// reading reports whether the Conn reads now. A TLS handshake reads its
+// records also while the Conn's input would wait (PauseRead, back
+// pressure, Close): what waits for them is the keys of the queued output
+// and of the input, so not reading them would only stall both.
 func (c *Conn) reading() bool {
-	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending() && !c.tlsStalled()
+	if c.tls != nil && !c.tls.established {
+		return !c.failed && !c.tlsStalled()
+	}
+	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending()
 }
 
 // runAsync runs what Async queued, in order.

@@ -292,9 +292,7 @@ func (c *Conn) tlsNotify() {
 func (c *Conn) tlsShutReady() bool { return c.tls == nil || c.tls.notified }
 
 // tlsStalled reports a handshake whose transport is full (see tlsFeed).
-func (c *Conn) tlsStalled() bool {
-	return c.tls != nil && !c.tls.established && c.tls.tr.stalled.Load()
-}
+func (c *Conn) tlsStalled() bool { return c.tls.tr.stalled.Load() }
 
 // tlsRemoved closes the transport at the Conn's removal: a handshake
 // waiting for input ends, and its timeout is cancelled.

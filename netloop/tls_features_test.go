@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +206,34 @@ func TestTLSInvalid(t *testing.T) {
 	err := Relay(pair(Config{TLS: rig.serverConfig()}), pair(Config{}))
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, "TLS")
+}
+
+// The handshake goes on while the Conn's input waits: a server that
+// queues more than HighWater before it and closes, or that pauses
+// reading (as a proxy does until its backend answers), still completes
+// it, then sends what it queued, close_notify and the FIN.
+func TestTLSHandshakeWhileInputWaits(t *testing.T) {
+	rig := newTLSRig(t)
+	big := strings.Repeat("x", 64<<10)
+	for name, before := range map[string]func(c *Conn){
+		"above HighWater, then Close": func(c *Conn) { _, _ = c.WriteString(big); c.Close() },
+		"paused":                      func(c *Conn) { c.PauseRead(); _, _ = c.WriteString(big); c.CloseWrite() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, err := NewGroup(GroupConfig{Loops: 1})
+			require.NoError(t, err)
+			ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, s *socket.TCPConn) {
+				c, err := Add(l, s, newTLSEcho(), Config{TLS: rig.serverConfig(), HighWater: 4 << 10})
+				if err == nil {
+					before(c)
+				}
+			})
+			require.NoError(t, err)
+			runGroup(t, g)
+			c := dialTLS(t, ln.Addr().String(), rig.clientConfig(0))
+			got, err := io.ReadAll(c)
+			require.NoError(t, err, "close_notify ends the stream cleanly")
+			require.Equal(t, len(big), len(got))
+		})
+	}
 }
