@@ -25,7 +25,7 @@ type config struct {
 	connectTimeout time.Duration
 	idleTimeout    time.Duration // 0: never
 	drainTimeout   time.Duration
-	copy           bool // -mode copy: the handlers copy (copy.go); else netloop.Relay
+	copy           bool        // -mode copy: the handlers copy (copy.go); else netloop.Relay
 	tls            *tls.Config // -tls-cert, -tls-key: clients speak TLS (tls.go); implies copy
 	conn           netloop.Config
 }
