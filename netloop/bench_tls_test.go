@@ -3,7 +3,10 @@ package netloop
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/unipoll/unipoll/eventloop"
@@ -78,4 +81,79 @@ func handshakesRunning(l *eventloop.Loop) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.running
+}
+
+// BenchmarkTLSHandshake: one op is a TLS 1.3 handshake (ECDSA P-256) of a
+// crypto/tls client, tlsWindow of them in flight, with a netloop server
+// ("loop": one Loop, its handshake pool) or package net's with crypto/tls
+// ("net": a goroutine per connection). The clients run in this process
+// too, so the figures include their half: compare the two, not the
+// absolute numbers.
+func BenchmarkTLSHandshake(b *testing.B) {
+	rig := newTLSRig(b)
+	b.Run("loop", func(b *testing.B) {
+		g, err := NewGroup(GroupConfig{Loops: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = g.Close() })
+		h := HandlerFunc(func(c *Conn, in []byte) int { return len(in) })
+		ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, s *socket.TCPConn) {
+			_, _ = Add(l, s, h, Config{TLS: rig.serverConfig()})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		testsupport.StartRun(b, waitLimit, func(ctx context.Context) error { return g.Run(ctx, nil) })
+		benchHandshakes(b, ln.Addr().String(), rig.clientConfig(tls.VersionTLS13))
+	})
+	b.Run("net", func(b *testing.B) {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", rig.serverConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					_ = c.(*tls.Conn).Handshake()
+					_, _ = io.Copy(io.Discard, c)
+					_ = c.Close()
+				}()
+			}
+		}()
+		b.Cleanup(func() { _ = ln.Close(); <-done })
+		benchHandshakes(b, ln.Addr().String(), rig.clientConfig(tls.VersionTLS13))
+	})
+}
+
+// tlsWindow is the handshakes a benchmark keeps in flight.
+const tlsWindow = 16
+
+// benchHandshakes runs b.N client handshakes against addr, tlsWindow at
+// a time; each client closes once its handshake is done.
+func benchHandshakes(b *testing.B, addr string, cfg *tls.Config) {
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range tlsWindow {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				c, err := tls.Dial("tcp", addr, cfg)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+	}
+	wg.Wait()
 }
