@@ -143,3 +143,18 @@ func TestTLSHalfOpenFlood(t *testing.T) {
 	roundTrip(t, dialTLS(t, addr, rig.clientConfig(0)), "still served")
 	testsupport.WaitFor(t, "the handshake goroutines gone", func() bool { return runtime.NumGoroutine() <= base })
 }
+
+// The peer's close_notify alone, with no FIN after it (tls.Conn's
+// CloseWrite), is the end of input: the Conn (with no EOFHandler) closes,
+// sending its own close_notify, which the peer reads as the end.
+func TestTLSPeerCloseNotify(t *testing.T) {
+	rig := newTLSRig(t)
+	addr, hs := serveEcho(t, rig.serverConfig())
+	c := dialTLS(t, addr, rig.clientConfig(0))
+	roundTrip(t, c, "before the end")
+	require.NoError(t, c.CloseWrite()) // close_notify; the socket stays open
+	require.NoError(t, waitErr(t, (<-hs).closed))
+	n, err := c.Read(make([]byte, 1))
+	require.Zero(t, n)
+	require.ErrorIs(t, err, io.EOF)
+}
