@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,6 +62,38 @@ type Config struct {
 	// not queued: bound that with the socket's own SetUserTimeout.
 	WriteTimeout time.Duration
 
+	// TLS, if not nil, makes the Conn speak TLS with crypto/tls and this
+	// configuration (which the Conn does not modify): Add makes it the
+	// server side, so a Group listener's AcceptFunc serves TLS by adding
+	// with it; Dial makes it the client side, with ServerName taken from
+	// the address's host when the configuration has none, as tls.Dial
+	// does. The Handler sees plaintext through the same API: Data hears
+	// input only once the handshake is done (TLSHandler is told then);
+	// output written before is sent after it; Close and CloseWrite send
+	// close_notify before the FIN; the peer's close_notify is the end of
+	// input (EOFHandler), and so is its FIN at a record boundary, as
+	// crypto/tls decides; a FIN inside a record is an error
+	// (io.ErrUnexpectedEOF). Queued, Buffered, the bounds and the
+	// timeouts count plaintext, and so do ConnStats' bytes. A failed
+	// handshake closes the Conn with its error (a Dial's done hears it);
+	// Relay refuses a TLS Conn. A TLS Conn's TCP socket gets TCP_NODELAY,
+	// as package net's have: the handshake's last flight and the first
+	// data go out in separate writes, and Nagle's algorithm would hold the
+	// second for the peer's delayed ACK (40 ms on Linux); SetNoDelay(false)
+	// undoes it.
+	TLS *tls.Config
+	// HandshakeTimeout bounds a TLS handshake, from Add, the wait for a
+	// place among the Loop's handshakes (MaxHandshakes) included: the
+	// Conn is then closed with ErrHandshakeTimeout. Default
+	// DefaultHandshakeTimeout (10 s).
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the TLS handshakes running at once on the
+	// Conn's Loop: each runs in a goroutine (crypto/tls's handshake
+	// blocks); more wait in a queue, without one, until a place is free.
+	// An established Conn has no goroutine. Default
+	// DefaultMaxHandshakes().
+	MaxHandshakes int
+
 	// Logger, if not nil, receives a Debug record for each Conn that ends
 	// by a timeout ("netloop: conn timed out") or with a reset it sent
 	// ("netloop: conn reset"), with the attributes err, local, remote and,
@@ -95,7 +128,7 @@ var (
 
 func (c Config) withDefaults() (Config, error) {
 	if c.MaxReadBuffer < 0 || c.MaxWriteQueue < 0 || c.HighWater < 0 || c.LowWater < 0 || c.ReadsPerCall < 0 ||
-		c.ReadTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 {
+		c.ReadTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.HandshakeTimeout < 0 || c.MaxHandshakes < 0 {
 		return c, fmt.Errorf("%w: netloop: negative Config field: %+v", ErrInvalidArgument, c)
 	}
 	if c.MaxReadBuffer == 0 {
@@ -112,6 +145,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReadsPerCall == 0 {
 		c.ReadsPerCall = DefaultReadsPerCall
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.MaxHandshakes == 0 {
+		c.MaxHandshakes = DefaultMaxHandshakes()
 	}
 	if c.HighWater > c.MaxWriteQueue || c.LowWater >= c.HighWater {
 		return c, fmt.Errorf("%w: netloop: Config needs LowWater < HighWater <= MaxWriteQueue: %+v", ErrInvalidArgument, c)

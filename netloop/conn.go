@@ -92,6 +92,7 @@ type Conn struct {
 	dl    connDeadline // the timeouts (conn_deadline.go)
 	stats connStats    // conn_stats.go
 	rl    connRelay    // Relay (relay.go)
+	tls   *tlsConn     // Config.TLS's session, made before the first call (tls_conn.go)
 
 	opened func(*Conn, error) // a Dial's done, run first in the Conn's first call (dial.go)
 
@@ -107,14 +108,16 @@ type Conn struct {
 // dial's error ("socket: dial tcp 192.0.2.1:80: connect: connection
 // refused").
 func Add(l *eventloop.Loop, s Stream, h Handler, cfg Config, o ...eventloop.AddOption) (*Conn, error) {
-	return add(l, s, h, cfg, nil, o...)
+	return add(l, s, h, cfg, nil, "", o...)
 }
 
 // add is Add, with a Dial's done to run (as opened(c, nil)) at the start
 // of the Conn's first call, before its handler hears anything; a Conn
 // removed before that call runs it as opened(nil, err) instead, and its
-// CloseHandler is not told (the dialer never had the Conn).
-func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, error), o ...eventloop.AddOption) (*Conn, error) {
+// CloseHandler is not told (the dialer never had the Conn). With
+// Config.TLS, a dial's Conn is the client side, named serverName, and
+// opened waits for the handshake.
+func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, error), serverName string, o ...eventloop.AddOption) (*Conn, error) {
 	if l == nil || l.Poll() == nil {
 		return nil, fmt.Errorf("%w: netloop: Add on a nil or zero eventloop.Loop", ErrInvalidArgument)
 	}
@@ -126,6 +129,9 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 		_ = s.Close()
 		return nil, err
 	}
+	if nd, ok := s.(interface{ SetNoDelay(bool) error }); ok && cfg.TLS != nil {
+		_ = nd.SetNoDelay(true) // see Config.TLS; a Stream that cannot is served as it is
+	}
 	ls := stateOf(l)
 	c := &Conn{l: l, ls: ls, s: s, h: h, cfg: ls.intern(cfg), registered: connReading, opened: opened, undrained: true}
 	c.ls.conns.Add(1)
@@ -133,6 +139,10 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 	// call, which may come on another worker before Add returns.
 	bind := eventloop.OnToken(func(tok poll.Token) {
 		c.tok = tok
+		if cfg.TLS != nil {
+			c.tls = c.newTLS(opened != nil, serverName)
+			c.tls.tr.tok = tok
+		}
 		c.stats.connected = time.Now().UnixNano()
 		c.startDeadlines(monoNow())
 	})
@@ -144,6 +154,14 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 	}
 	if opened != nil {
 		_ = l.Trigger(tok) // the first call, with or without an event; fails only if already removed
+	}
+	if t := c.tls; t != nil {
+		if cancel, err := l.AfterFunc(cfg.HandshakeTimeout, t.handshakeDue); err == nil {
+			t.tr.mu.Lock()
+			t.cancel = cancel
+			t.tr.mu.Unlock()
+		}
+		c.ls.hs.start(t, cfg.MaxHandshakes)
 	}
 	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
 		c.firstDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout), nonZero(cfg.WriteTimeout)))
@@ -376,6 +394,7 @@ func (c *Conn) removed() {
 	if c.reset || c.Queued() > 0 { // (the Loop's Close removes a Conn with its queue)
 		c.resetOnClose()
 	}
+	c.tlsRemoved()
 	if err := ignoreClosed(c.s.Close()); err != nil && c.err == nil {
 		c.err = err
 	}

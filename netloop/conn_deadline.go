@@ -233,10 +233,11 @@ func (c *Conn) noteWrite(n int) {
 	}
 }
 
-// outputWaits reports output waiting for the socket to take it: queued,
-// or, in a relay, bytes the socket did not take (the sink waits for
-// Writable). WriteTimeout counts while it does.
-func (c *Conn) outputWaits() bool { return c.Queued() > 0 || c.rl.blocked }
+// outputWaits reports output waiting for the socket to take it: queued
+// (with a TLS Conn's own records), or, in a relay, bytes the socket did
+// not take (the sink waits for Writable). WriteTimeout counts while it
+// does.
+func (c *Conn) outputWaits() bool { return c.queued() > 0 || c.rl.blocked }
 
 // readResumed restarts the ReadTimeout's clock: the time the Conn did
 // not read (PauseRead, back pressure) is not the peer's.

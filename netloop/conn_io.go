@@ -28,12 +28,16 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 	}
 	c.inCall = true
 	c.triggered = false
-	if f := c.opened; f != nil {
+	up := c.tls != nil && !c.tls.established && c.tlsCall()
+	if f := c.opened; f != nil && c.tlsUp() {
 		c.opened = nil
 		f(c, nil) // a Dial's done: before anything else of the Conn's
 	}
+	if h, ok := c.h.(TLSHandler); up && ok && !c.Closed() {
+		h.HandshakeDone(c)
+	}
 	c.runAsync()
-	if c.Queued() > 0 {
+	if c.queued() > 0 {
 		c.flush()
 	}
 	if ev.Ready&connReading != 0 {
@@ -41,7 +45,7 @@ func (cs *source) Ready(l *eventloop.Loop, ev poll.Event) eventloop.Action {
 		c.hup = c.hup || ev.Ready&(poll.Hup|poll.Error) != 0
 	}
 	act := eventloop.Keep
-	if c.reading() && (c.undrained || c.redeliver) {
+	if c.reading() && (c.mayHaveInput() || c.redeliver) {
 		act = c.readPass()
 	}
 	c.flush()
@@ -58,8 +62,14 @@ func (cs *source) Removed(*eventloop.Loop, poll.Token) {
 	(*Conn)(cs).removed()
 }
 
-// reading reports whether the Conn reads now.
+// reading reports whether the Conn reads now. A TLS handshake reads its
+// records also while the Conn's input would wait (PauseRead, back
+// pressure, Close): what waits for them is the keys of the queued output
+// and of the input, so not reading them would only stall both.
 func (c *Conn) reading() bool {
+	if c.tls != nil && !c.tls.established {
+		return !c.failed && !c.tlsStalled()
+	}
 	return !c.paused && !c.pressured && !c.eof && !c.closing && !c.failed && !c.rl.pending()
 }
 
@@ -96,7 +106,13 @@ func (c *Conn) readPass() eventloop.Action {
 		c.redeliver = false
 		c.deliverOwn()
 	}
-	if !c.undrained {
+	if c.tls != nil && !c.tls.established {
+		if c.failed || !c.undrained {
+			return eventloop.Keep
+		}
+		return c.tlsFeed()
+	}
+	if !c.mayHaveInput() {
 		return eventloop.Keep
 	}
 	for range c.cfg.ReadsPerCall {
@@ -122,7 +138,7 @@ func (c *Conn) readPass() eventloop.Action {
 			}
 			buf = scratch[:min(len(scratch), c.cfg.MaxReadBuffer)]
 		}
-		n, err := c.s.Read(buf)
+		n, err := c.readStream(buf)
 		if n > 0 {
 			c.stats.Reads++
 			c.stats.BytesRead += uint64(n)
@@ -135,8 +151,8 @@ func (c *Conn) readPass() eventloop.Action {
 			}
 		}
 		switch {
-		case err == nil && n < len(buf) && !lasting:
-			c.undrained = false // a short read: the socket is drained
+		case err == nil && n < len(buf) && !lasting && c.tls == nil:
+			c.undrained = false // a short read: the socket is drained (a TLS read is one record: see tlsReadSocket)
 			return eventloop.Keep
 		case err == nil:
 			continue // full: there may be more
@@ -171,6 +187,9 @@ func (c *Conn) deliverScratch(in []byte) {
 // consumed.
 func (c *Conn) deliverOwn() {
 	k := c.consume(c.in)
+	if k == 0 {
+		return // nothing consumed (a message still arriving): no copy of what waits
+	}
 	n := copy(c.in, c.in[k:])
 	c.in = c.in[:n]
 	if n == 0 && cap(c.in) > 64<<10 {
@@ -214,11 +233,22 @@ func (c *Conn) readEOF() {
 // flush writes the queued output until it is all written or the socket is
 // full, then applies what waited for the queue to empty.
 func (c *Conn) flush() {
-	if c.failed {
-		return
+	for c.flushOnce() {
 	}
-	if c.at < len(c.out) {
-		n, err := c.s.Write(c.out[c.at:])
+}
+
+// flushOnce is one write of flush. It reports whether to write again: the
+// socket took everything, and the PressureHandler, told that the queue
+// drained, queued more. That output must not wait for a Writable edge:
+// under Edge none comes for a socket that never filled.
+func (c *Conn) flushOnce() (again bool) {
+	if c.failed {
+		return false
+	}
+	full := false
+	if c.queued() > 0 {
+		b := c.out[c.at:]
+		n, err := c.writeStream(b)
 		c.at += n
 		if n > 0 {
 			c.stats.Writes++
@@ -227,8 +257,9 @@ func (c *Conn) flush() {
 		c.noteWrite(n)
 		if err != nil && !isWouldBlock(err) {
 			c.fail(err)
-			return
+			return false
 		}
+		full = err != nil || n < len(b)
 	}
 	if c.at == len(c.out) {
 		c.at = 0
@@ -237,11 +268,14 @@ func (c *Conn) flush() {
 		} else {
 			c.out = c.out[:0]
 		}
-		if c.shut && !c.shutDone {
+		if c.shut || c.closing {
+			c.tlsNotify() // close_notify before the FIN
+		}
+		if c.shut && !c.shutDone && c.tlsShutReady() && c.queued() == 0 {
 			c.shutDone = true
 			if err := c.s.CloseWrite(); err != nil {
 				c.fail(err)
-				return
+				return false
 			}
 		}
 	} else if c.at > len(c.out)/2 && c.at > 4096 {
@@ -259,21 +293,23 @@ func (c *Conn) flush() {
 		if !c.inCall {
 			c.trigger()
 		}
+		return !full && c.queued() > 0
 	}
+	return false
 }
 
 // settle decides what the call ends with: Remove when the Conn is done,
 // otherwise the registration its state needs (Readable while reading,
 // Writable while output waits), changed only when it differs.
 func (c *Conn) settle(act eventloop.Action) eventloop.Action {
-	if c.failed || c.closing && c.Queued() == 0 {
+	if c.failed || c.closing && c.queued() == 0 {
 		return eventloop.Remove
 	}
 	var want poll.Ready
 	if c.reading() {
 		want |= connReading
 	}
-	if c.Queued() > 0 {
+	if c.canWrite() {
 		want |= poll.Writable
 	}
 	if want == 0 {
@@ -282,7 +318,7 @@ func (c *Conn) settle(act eventloop.Action) eventloop.Action {
 		// nothing, so it watches for an error, the one thing left to learn.
 		want = poll.Error
 	}
-	if c.reading() && (c.redeliver || c.undrained) {
+	if c.reading() && (c.redeliver || c.mayHaveInput()) {
 		act = eventloop.Again // reading resumed: input in hand, or maybe in the socket
 	}
 	if want != c.registered {

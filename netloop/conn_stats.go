@@ -3,7 +3,10 @@ package netloop
 import "time"
 
 // ConnStats are a Conn's counters: what moved each way, in how many
-// system calls, and since when.
+// system calls, and since when. For a TLS Conn (Config.TLS) they count
+// plaintext: the bytes the handler received and the bytes of its queue
+// written (encrypted and all on the socket), and the Reads and Writes of
+// the Conn's TLS session that moved some, not system calls.
 type ConnStats struct {
 	// Connected is when the Conn was added to its Loop.
 	Connected time.Time

@@ -110,6 +110,12 @@ func Dial(ctx context.Context, l *eventloop.Loop, network, address string, h Han
 // A Unix-domain connect completes at once or fails (socket.DialUnix).
 // Once connected, ctx no longer matters.
 //
+// With Config.TLS the Conn is a TLS client: done runs once its handshake
+// is done (c.ConnectionState is then known), or hears the handshake's
+// failure (a certificate that does not verify: errors.As a
+// *tls.CertificateVerificationError) or ErrHandshakeTimeout, which
+// Config.HandshakeTimeout bounds, not Timeout.
+//
 // Dial returns an error, and done is never called, when the dial cannot
 // start: a nil or zero Loop, nil ctx, h or done, an unknown network, a
 // malformed address or a Config out of range (ErrInvalidArgument), or a
@@ -158,6 +164,7 @@ type dial struct {
 	set              *dialSet
 	ctx              context.Context
 	network, address string
+	host             string // the address's host, a TLS client's default ServerName
 	h                Handler
 	cfg              Config
 	done             func(*Conn, error)
@@ -200,7 +207,7 @@ func (dr *Dialer) newDial(ctx context.Context, l *eventloop.Loop, network, addre
 	default:
 		return nil, "", "", fmt.Errorf("%w: netloop: Dial on network %q (want tcp, tcp4, tcp6 or unix)", ErrInvalidArgument, network)
 	}
-	d = &dial{l: l, set: dialsOf(l), ctx: ctx, network: network, address: address, h: h, cfg: cfg, done: done}
+	d = &dial{l: l, set: dialsOf(l), ctx: ctx, network: network, address: address, host: host, h: h, cfg: cfg, done: done}
 	if dr.Timeout > 0 {
 		d.deadline = time.Now().Add(dr.Timeout)
 	}
@@ -307,7 +314,7 @@ func (d *dial) dialUnix() {
 		return
 	}
 	d.end()
-	if _, err := add(d.l, s, d.h, d.cfg, d.report); err != nil {
+	if _, err := add(d.l, s, d.h, d.cfg, d.report, d.host); err != nil {
 		d.post(err)
 	}
 }

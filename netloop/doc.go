@@ -47,6 +47,34 @@
 // wheel; a host name is resolved in a goroutine, off the Loop, and its
 // addresses are tried in turn.
 //
+// # TLS
+//
+// Config.TLS, a *tls.Config of the standard library, makes a Conn speak
+// TLS 1.2 or 1.3 with crypto/tls as it is (no copy, no fork): Add serves
+// it (a Group listener's AcceptFunc adds with it), Dial is its client,
+// with the address's host as ServerName when the configuration names
+// none. The Handler sees plaintext through the same API, bounds and
+// timeouts; Conn.ConnectionState says what the handshake agreed, and a
+// TLSHandler is told when it is done. Close and CloseWrite send
+// close_notify before the FIN; the peer's close_notify (or its FIN at a
+// record boundary, as crypto/tls decides) is the end of input.
+//
+// One part of crypto/tls cannot be driven without blocking: the
+// handshake (tls.Conn.Handshake) reads and writes as if blocking and
+// latches its first error, so it cannot stop at "no input yet" and
+// resume. It runs in a goroutine, over a transport whose reads wait for
+// the ciphertext the Loop reads from the socket and whose writes the Loop
+// writes to it. Those goroutines are bounded per Loop by
+// Config.MaxHandshakes (the rest wait in a queue, a pointer each), and
+// Config.HandshakeTimeout closes a Conn whose handshake, queued or
+// running, has not finished (ErrHandshakeTimeout). An established Conn
+// has no goroutine: the Loop calls tls.Conn.Read and Write in the Conn's
+// calls, over the same transport, whose Read returns a temporary
+// net.Error when the socket has nothing more, which crypto/tls's record
+// reader passes back without latching it. Post-handshake messages (new
+// session tickets, the peer's KeyUpdate) are handled inside that Read,
+// and what it writes in reply is flushed in the same call.
+//
 // # Relays
 //
 // Relay(a, b) ties two Conns together, as a proxy does with a client and
@@ -93,5 +121,5 @@
 // Errors are sentinels matched with errors.Is: ErrClosed and
 // ErrInvalidArgument (eventloop's), ErrWriteQueueFull, ErrReadBufferFull,
 // ErrReadTimeout, ErrIdleTimeout, ErrWriteTimeout, ErrDialTimeout,
-// ErrRelayPeer. Nil and zero values return errors and never panic.
+// ErrHandshakeTimeout, ErrRelayPeer. Nil and zero values return errors and never panic.
 package netloop

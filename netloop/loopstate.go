@@ -31,6 +31,7 @@ type loopState struct {
 	conns atomic.Int64              // Conns on the Loop: added, not yet closed (read without mu)
 	cfgs  [4]atomic.Pointer[Config] // the Configs intern gave out last (read without mu)
 	cfgAt atomic.Uint32             // where intern puts the next one
+	hs    handshakes                // the TLS handshakes' goroutines (tls_handshake.go), under its own mu
 
 	mu       sync.Mutex
 	live     map[*Conn]struct{}

@@ -81,6 +81,9 @@ func Relay(a, b *Conn) error {
 	if a == b {
 		return fmt.Errorf("%w: netloop: Relay of a Conn to itself", ErrInvalidArgument)
 	}
+	if a.tls != nil || b.tls != nil {
+		return fmt.Errorf("%w: netloop: Relay of a TLS Conn (it would pass ciphertext on)", ErrInvalidArgument)
+	}
 	r := &relay{a: a, b: b}
 	r.refs.Store(2)
 	if err := a.rl.claim(r); err != nil {

@@ -32,6 +32,9 @@
 //	-connect-timeout D     reset a client whose backend has not answered in D (5s)
 //	-idle-timeout D        close a pair silent both ways for D; 0: never (5m)
 //	-drain-timeout D       on SIGTERM, wait at most D for pairs to finish (10s)
+//	-tls-cert FILE         terminate TLS: clients speak TLS to the proxy with this
+//	-tls-key FILE          certificate and key (PEM), the backend gets plaintext;
+//	                       implies -mode copy (splice would pass ciphertext on)
 //	-cpuprofile FILE       write a CPU profile of the run to FILE
 //
 // Try it against examples/echo, in two terminals:
@@ -60,6 +63,8 @@ func main() {
 	flag.DurationVar(&cfg.connectTimeout, "connect-timeout", 5*time.Second, "reset a client whose backend connect has not completed in this time")
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 5*time.Minute, "close a pair silent both ways this long (0: never)")
 	flag.DurationVar(&cfg.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM or SIGINT, wait at most this long for pairs to finish")
+	tlsCert := flag.String("tls-cert", "", "terminate TLS: clients speak TLS with this certificate (a PEM `file`, with -tls-key); implies -mode copy")
+	tlsKey := flag.String("tls-key", "", "the TLS certificate's private key (a PEM `file`)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (stopped by SIGINT or SIGTERM)")
 	flag.Parse()
 	switch *mode {
@@ -68,6 +73,13 @@ func main() {
 		cfg.copy = true
 	default:
 		log.Fatalf("proxy: -mode %q: want relay or copy", *mode)
+	}
+	var err error
+	if cfg.tls, err = loadTLS(*tlsCert, *tlsKey); err != nil {
+		log.Fatal(err)
+	}
+	if cfg.tls != nil {
+		*mode = "copy, TLS to the clients"
 	}
 
 	px, err := newProxy(cfg, log.Printf)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,7 +25,8 @@ type config struct {
 	connectTimeout time.Duration
 	idleTimeout    time.Duration // 0: never
 	drainTimeout   time.Duration
-	copy           bool // -mode copy: the handlers copy (copy.go); else netloop.Relay
+	copy           bool        // -mode copy: the handlers copy (copy.go); else netloop.Relay
+	tls            *tls.Config // -tls-cert, -tls-key: clients speak TLS (tls.go); implies copy
 	conn           netloop.Config
 }
 
@@ -57,6 +59,7 @@ func newProxy(cfg config, logf func(string, ...any)) (*proxy, error) {
 			cfg.connectTimeout, cfg.idleTimeout, cfg.drainTimeout)
 	}
 	cfg.conn.IdleTimeout = cfg.idleTimeout
+	cfg.copy = cfg.copy || cfg.tls != nil // a Relay would pass the ciphertext on
 	g, err := netloop.NewGroup(netloop.GroupConfig{Loops: cfg.loops})
 	if err != nil {
 		return nil, err
@@ -88,7 +91,9 @@ func (px *proxy) accept(l *eventloop.Loop, c *socket.TCPConn) {
 	_ = c.SetNoDelay(true)
 	p := newPair(px)
 	px.pairs.Add(1)
-	client, err := netloop.Add(l, c, p.clientHandler(), px.cfg.conn)
+	cc := px.cfg.conn
+	cc.TLS = px.cfg.tls // the backend's Conn (px.dialer) stays plain
+	client, err := netloop.Add(l, c, p.clientHandler(), cc)
 	if err != nil {
 		px.logf("proxy: %v", err)
 		px.pairDone()

@@ -43,7 +43,7 @@ func exchange(c net.Conn, seed uint64, size int) error {
 	go func() {
 		_, err := c.Write(msg)
 		if err == nil {
-			err = c.(*net.TCPConn).CloseWrite()
+			err = c.(interface{ CloseWrite() error }).CloseWrite() // a FIN, or over TLS close_notify
 		}
 		werr <- err
 	}()

@@ -52,6 +52,16 @@
 //	redis-cli -p 6380 -x set big < 16MiB.file
 //	redis-cli -p 6380 info
 //	redis-benchmark -p 6380 -t ping,set,get -q
+//
+// # TLS
+//
+// -tls-cert FILE -tls-key FILE serve TLS (1.2 and 1.3, crypto/tls through
+// netloop's Config.TLS) on -addr instead of plain RESP, as redis-server
+// does on its tls-port, so that redis-cli --tls and redis-benchmark --tls
+// talk to it the same way:
+//
+//	go run ./examples/resp -addr 127.0.0.1:6390 -tls-cert cert.pem -tls-key key.pem
+//	redis-cli --tls --cacert ca.pem -p 6390 ping
 package main
 
 import (
@@ -75,10 +85,17 @@ func main() {
 	flag.Var(&maxRequest, "max-request", "largest request, a `size` (lowered to -max-client-memory)")
 	flag.Var(&maxReply, "max-reply", "largest reply, a `size`")
 	flag.Var(&clientMem, "max-client-memory", "the input all clients together may hold unconsumed, a `size`; a client that would pass it is refused and disconnected")
+	tlsCert := flag.String("tls-cert", "", "serve TLS on -addr with this certificate (a PEM `file`, with -tls-key)")
+	tlsKey := flag.String("tls-key", "", "the TLS certificate's private key (a PEM `file`)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (stopped by SIGINT or SIGTERM)")
 	flag.Parse()
 	cfg.lim = limits{maxBulk: int(maxBulk), maxTotal: int(maxRequest)}
 	cfg.maxReply, cfg.clientMem = int(maxReply), int(clientMem)
+	tlsConfig, err := loadTLS(*tlsCert, *tlsKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.conn.TLS = tlsConfig
 
 	srv, err := newServer(cfg, log.Printf)
 	if err != nil {

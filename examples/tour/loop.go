@@ -35,7 +35,7 @@ func loopTour(out io.Writer) error {
 	say("Opened a Loop on the %q backend.", l.Poll().Backend())
 
 	start := time.Now()
-	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output", "Conn", "Dial"}
+	kinds := []string{"socket", "channel", "Registration", "delay", "timer", "AfterFunc", "Post", "signal", "child", "child output", "Conn", "Dial", "TLS"}
 	seen := map[string]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -218,6 +218,13 @@ func loopTour(out io.Writer) error {
 		return err
 	}
 	defer stopDial()
+
+	// 12. The same over TLS: crypto/tls on the Loop (loop_tls.go).
+	stopTLS, err := tlsStop(l, heard, say)
+	if err != nil {
+		return err
+	}
+	defer stopTLS()
 
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
 		return err

@@ -27,6 +27,8 @@ func TestLoopTour(t *testing.T) {
 		`its client read "hello to a Conn goodbye", then the end`,
 		`Dial: read "hello from the dialed server"`,
 		"dial: connected to 127.0.0.1:",
+		"TLS: handshake done, TLS 1.3",
+		`TLS: read "hello over TLS"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("loop tour output lacks %q:\n%s", want, out.String())
