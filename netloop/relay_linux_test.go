@@ -36,6 +36,13 @@ func openPipes(t *testing.T, r *relayRig, rc relayCase) relayPipes {
 			require.Nil(t, ref, "an inline copy with a transport")
 			continue
 		}
+		if rel.inline && ref == nil {
+			// An inline direction splices only once a read has filled
+			// the worker's buffer, which a stream that arrives in
+			// smaller pieces need not do (TestRelayInlineChoosesPerBurst
+			// makes it happen).
+			continue
+		}
 		require.NotNil(t, ref, "a direction that carried bytes has no transport")
 		p, pipe := ref.transport.(*pipeTransport)
 		require.Equal(t, !rc.copy && !rc.noFd, pipe, "transport %T", ref.transport)
