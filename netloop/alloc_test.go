@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -49,4 +50,13 @@ func TestNoAllocationPerMessage(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, one); a != 0 {
 		t.Errorf("%v allocations per message", a)
 	}
+}
+
+// A Conn stays within the 384-byte size class: an idle connection's
+// memory is mostly its Conn (a proxied pair is two), and the next class
+// up is 416 bytes. A field that crosses it should take the place of
+// another, or move out to where it is needed (as the TLS session sits
+// behind a pointer).
+func TestConnSizeClass(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(Conn{}), uintptr(384), "a Conn takes more than 384 bytes")
 }

@@ -86,8 +86,12 @@ type Conn struct {
 	reset      bool // close with a reset (SO_LINGER 0): output or input was discarded, or Abort
 	closed     bool // removed: its Stream is closed
 	drained    bool // a drain has begun for it (drain.go)
-	err        error
 	listed     int8 // its place in the Loop's registry, guarded by ls.mu (loopstate.go)
+	// asyncClosed is guarded by asyncMu (below): removed, Async refuses.
+	// Kept among the flags, where it costs no padding: a Conn is 384
+	// bytes, the size class below the next (416).
+	asyncClosed bool
+	err         error
 
 	dl    connDeadline // the timeouts (conn_deadline.go)
 	stats connStats    // conn_stats.go
@@ -96,9 +100,8 @@ type Conn struct {
 
 	opened func(*Conn, error) // a Dial's done, run first in the Conn's first call (dial.go)
 
-	asyncMu     sync.Mutex
-	async       []func(*Conn) // guarded by asyncMu
-	asyncClosed bool          // guarded by asyncMu: removed, Async refuses
+	asyncMu sync.Mutex
+	async   []func(*Conn) // guarded by asyncMu
 }
 
 // Add puts s on l as a Conn with protocol h; o are l's options for a
@@ -135,18 +138,10 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 	ls := stateOf(l)
 	c := &Conn{l: l, ls: ls, s: s, h: h, cfg: ls.intern(cfg), registered: connReading, opened: opened, undrained: true}
 	c.ls.conns.Add(1)
-	// The token, the clocks and the limits are the Conn's before its first
-	// call, which may come on another worker before Add returns.
-	bind := eventloop.OnToken(func(tok poll.Token) {
-		c.tok = tok
-		if cfg.TLS != nil {
-			c.tls = c.newTLS(opened != nil, serverName)
-			c.tls.tr.tok = tok
-		}
-		c.stats.connected = time.Now().UnixNano()
-		c.startDeadlines(monoNow())
-	})
-	tok, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], bind)...)
+	if cfg.TLS != nil {
+		c.tls = c.newTLS(opened != nil, serverName)
+	}
+	tok, err := l.Add(s, connReading, poll.Edge, (*source)(c), append(o[:len(o):len(o)], eventloop.OnToken(c.bind))...)
 	if err != nil {
 		c.ls.conns.Add(-1)
 		_ = s.Close()
@@ -170,6 +165,19 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 		_ = c.Async((*Conn).drain) // added during a drain: it drains too
 	}
 	return c, nil
+}
+
+// bind is the Conn's OnToken: the token, the clocks and the limits are
+// the Conn's before its first call, which may come on another worker
+// before Add returns. (A method, not a closure over Add's variables: that
+// closure held a copy of the Config, in every Conn's memory.)
+func (c *Conn) bind(tok poll.Token) {
+	c.tok = tok
+	if c.tls != nil {
+		c.tls.tr.tok = tok
+	}
+	c.stats.connected = time.Now().UnixNano()
+	c.startDeadlines(monoNow())
 }
 
 // nonZero is d, or the longest duration for 0 (no limit).

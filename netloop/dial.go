@@ -166,7 +166,7 @@ type dial struct {
 	network, address string
 	host             string // the address's host, a TLS client's default ServerName
 	h                Handler
-	cfg              Config
+	cfg              *Config // interned (loopState.intern): the dial is garbage once done, a copy would be too
 	done             func(*Conn, error)
 	deadline         time.Time // of the whole dial; zero: none
 
@@ -207,7 +207,7 @@ func (dr *Dialer) newDial(ctx context.Context, l *eventloop.Loop, network, addre
 	default:
 		return nil, "", "", fmt.Errorf("%w: netloop: Dial on network %q (want tcp, tcp4, tcp6 or unix)", ErrInvalidArgument, network)
 	}
-	d = &dial{l: l, set: dialsOf(l), ctx: ctx, network: network, address: address, host: host, h: h, cfg: cfg, done: done}
+	d = &dial{l: l, set: dialsOf(l), ctx: ctx, network: network, address: address, host: host, h: h, cfg: stateOf(l).intern(cfg), done: done}
 	if dr.Timeout > 0 {
 		d.deadline = time.Now().Add(dr.Timeout)
 	}
@@ -314,7 +314,7 @@ func (d *dial) dialUnix() {
 		return
 	}
 	d.end()
-	if _, err := add(d.l, s, d.h, d.cfg, d.report, d.host); err != nil {
+	if _, err := add(d.l, s, d.h, *d.cfg, d.report, d.host); err != nil {
 		d.post(err)
 	}
 }

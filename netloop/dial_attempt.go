@@ -140,7 +140,7 @@ func (a *attempt) Removed(*eventloop.Loop, poll.Token) {
 		_ = a.s.Close()
 		return
 	}
-	if _, err := add(a.d.l, a.s, a.d.h, a.d.cfg, a.d.report, a.d.host); err != nil {
+	if _, err := add(a.d.l, a.s, a.d.h, *a.d.cfg, a.d.report, a.d.host); err != nil {
 		a.d.report(nil, err)
 	}
 }

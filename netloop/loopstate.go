@@ -65,7 +65,8 @@ func (s *loopState) intern(cfg Config) *Config {
 			return p
 		}
 	}
-	p := &cfg
+	p := new(Config) // not &cfg, which would put cfg on the heap at every call
+	*p = cfg
 	s.cfgs[s.cfgAt.Add(1)%uint32(len(s.cfgs))].Store(p)
 	return p
 }
