@@ -120,18 +120,26 @@ func (c *Conn) relaySource(d *relayDir, peer *Conn) eventloop.Action {
 			}
 			c.rl.unread = false
 			return eventloop.Keep
-		case err == io.EOF:
-			c.rl.unread = false
-			c.rl.eof = true
-			d.srcEnded.Store(true)
-			poke(peer)
-			return eventloop.Keep
 		default:
-			c.fail(err)
+			c.sourceEnds(d, peer, err)
 			return eventloop.Keep
 		}
 	}
 	return eventloop.Again
+}
+
+// sourceEnds ends the source's reading at err: the end of its input
+// (io.EOF), which the sink passes on once it has written what came
+// before, or a failure, which ends the relay.
+func (c *Conn) sourceEnds(d *relayDir, peer *Conn, err error) {
+	c.rl.unread = false
+	if err != io.EOF {
+		c.fail(err)
+		return
+	}
+	c.rl.eof = true
+	d.srcEnded.Store(true)
+	poke(peer)
 }
 
 // relayRead and relayWrote note the relay's traffic on c's socket as its

@@ -2,7 +2,6 @@ package netloop
 
 import (
 	"errors"
-	"io"
 
 	"github.com/unipoll/unipoll/eventloop"
 )
@@ -121,14 +120,8 @@ func (c *Conn) relaySourceInline(r *relay, d *relayDir, peer *Conn) eventloop.Ac
 			c.burstEnds(m)
 			c.afterFill(r, d, peer)
 			return eventloop.Keep
-		case err == io.EOF:
-			c.rl.unread = false
-			c.rl.eof = true
-			d.srcEnded.Store(true)
-			poke(peer)
-			return eventloop.Keep
 		default:
-			c.fail(err)
+			c.sourceEnds(d, peer, err)
 			return eventloop.Keep
 		}
 	}
