@@ -96,6 +96,10 @@ func Relay(a, b *Conn) error {
 		return err
 	}
 	r.inline = a.l == b.l && a.l.Workers() == 1
+	if r.inline {
+		can := spliceable(a.s, b.s)
+		r.ab.inl.canSplice, r.ba.inl.canSplice = can, can
+	}
 	r.armed.Store(true)
 	// Each Conn's calls act on the relay from now on; a Conn that is
 	// being removed fails the relay in its removal (relayRemoved).

@@ -50,8 +50,7 @@ const relaySmallBurst = 16 << 10
 
 // inlineDir is an inline direction's source-side state.
 type inlineDir struct {
-	set       bool // the fields below are decided (at the source's first read)
-	canSplice bool // both Streams have descriptors the kernel splices
+	canSplice bool // both Streams have descriptors the kernel splices: set by Relay, cleared if the kernel refuses
 	splicing  bool // this burst goes through the pipe
 	burst     int  // bytes read since the socket was last found drained
 }
@@ -62,9 +61,6 @@ func (c *Conn) relaySourceInline(r *relay, d *relayDir, peer *Conn) eventloop.Ac
 		return eventloop.Keep
 	}
 	m := &d.inl
-	if !m.set {
-		m.set, m.canSplice = true, spliceable(c.s, peer.s)
-	}
 	for range c.cfg.ReadsPerCall {
 		if !d.empty() || !peer.sinkFree(r) {
 			if !c.catchUp(r, d, peer) {
