@@ -351,8 +351,7 @@ func (c *Conn) ResumeRead() {
 		return
 	}
 	c.paused = false
-	c.redeliver = len(c.in) > 0
-	c.readResumed()
+	c.resumeReading()
 	c.trigger()
 }
 

@@ -285,8 +285,7 @@ func (c *Conn) flushOnce() (again bool) {
 	}
 	if c.pressured && c.Queued() <= c.cfg.LowWater {
 		c.pressured = false
-		c.redeliver = len(c.in) > 0
-		c.readResumed()
+		c.resumeReading()
 		if p, ok := c.h.(PressureHandler); ok {
 			p.Pressure(c, false)
 		}
@@ -332,6 +331,20 @@ func (c *Conn) settle(act eventloop.Action) eventloop.Action {
 		act = eventloop.Keep // not reading: nothing to come back for
 	}
 	return act
+}
+
+// resumeReading is the end of PauseRead or of back pressure: unconsumed
+// input goes to Data again, the ReadTimeout's clock restarts, and, if
+// settle had dropped Readable from the registration meanwhile, the socket
+// may hold input whose edge the Poll never reported (it watched nothing
+// to report it on), so the next read pass reads rather than wait for an
+// edge that re-registering brings only a Poll later.
+func (c *Conn) resumeReading() {
+	c.redeliver = len(c.in) > 0
+	if c.registered&poll.Readable == 0 {
+		c.undrained = true
+	}
+	c.readResumed()
 }
 
 // connReading is a Conn's interest while it reads: Hup and Error too, so
