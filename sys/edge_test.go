@@ -87,8 +87,11 @@ func TestSelectorEdgeHangupIsQuiet(t *testing.T) {
 
 		waits := requireQuiet(t, s, 500*time.Millisecond, "a hang-up reported twice")
 		// poll(2): looks at 10, 30, 70, 150, 310ms, each a probe and a
-		// return to the main poll; epoll and kqueue: one wait.
-		require.LessOrEqual(t, s.Counters().Waits-waits, uint64(12), "an idle Select woke too often")
+		// return to the main poll (11); epoll and kqueue: one wait. A signal
+		// the runtime sends the thread (EINTR) is a wait too, so the bound
+		// leaves room for a few on a busy machine; a look every few
+		// milliseconds, the defect this guards against, would be over 100.
+		require.LessOrEqual(t, s.Counters().Waits-waits, uint64(24), "an idle Select woke too often")
 	})
 }
 
