@@ -138,9 +138,12 @@ var relayGone = new(relay)
 //  6. The pipes are closed by the removal of the second Conn (refs).
 //  7. In an inline relay (relay_inline.go), a source's call may also act
 //     as its peer's sink: its calls and the peer's never overlap.
+//
+// What every call reads (the Conns, the flags) comes first, in the
+// relay's first cache line: with thousands of relays, a call's first
+// touch of its relay is a cache miss, and the directions' lines follow.
 type relay struct {
-	a, b   *Conn
-	ab, ba relayDir
+	a, b *Conn
 
 	inline bool         // set before armed: one Loop, one worker (relay_inline.go)
 	armed  atomic.Bool  // both Conns claimed: their calls relay
@@ -150,6 +153,8 @@ type relay struct {
 	mu  sync.Mutex
 	err error // guarded by mu: the first error, nil for a Close
 	who *Conn // guarded by mu: the Conn that failed first
+
+	ab, ba relayDir
 }
 
 // relayDir is one direction: its source Conn's input on its way to the

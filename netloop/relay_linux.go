@@ -20,10 +20,11 @@ var relayForceCopy = false
 // newTransport splices through a pipe when both Streams have descriptors
 // and a pipe can be had, and copies otherwise.
 func newTransport(src, sink Stream) transport {
-	if relayForceCopy || streamFd(src) < 0 || streamFd(sink) < 0 {
+	in, out := streamFd(src), streamFd(sink)
+	if relayForceCopy || in < 0 || out < 0 {
 		return newRing()
 	}
-	p, err := newPipe()
+	p, err := newPipe(in, out)
 	if err != nil {
 		return newRing() // out of descriptors: the copy still works
 	}
@@ -54,16 +55,24 @@ func streamFd(s Stream) int {
 // default, since every pipe's size counts against the user's allowance
 // (/proc/sys/fs/pipe-user-pages-soft, 64 MiB by default), past which Linux
 // gives new pipes two pages and refuses to grow them.
+//
+// The pipe keeps the two sockets' descriptors, read once when it is made:
+// a Conn's Stream is closed only by the Conn's removal (Conn.Stream says
+// so to the user), after its last call, so the numbers stay its sockets'
+// for as long as the relay's calls use them, and a splice does not look
+// them up through the socket's guard (a cache miss on the socket, among
+// thousands, for every splice).
 type pipeTransport struct {
-	r, w  int
-	size  int  // the source's: the pipe's size now
-	grown bool // the source's: grow was tried
+	r, w    int  // the pipe's ends
+	in, out int  // the source's and the sink's sockets
+	size    int  // the source's: the pipe's size now
+	grown   bool // the source's: grow was tried
 }
 
 // relayPipeMax is what a pipe that fills up grows to.
 const relayPipeMax = 256 << 10
 
-func newPipe() (*pipeTransport, error) {
+func newPipe(in, out int) (*pipeTransport, error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		return nil, err
@@ -72,7 +81,7 @@ func newPipe() (*pipeTransport, error) {
 	if err != nil || size <= 0 {
 		size = relayRingSize
 	}
-	return &pipeTransport{r: p[0], w: p[1], size: size}, nil
+	return &pipeTransport{r: p[0], w: p[1], in: in, out: out, size: size}, nil
 }
 
 // spliceFlags: never block (the sockets are non-blocking already; this
@@ -81,7 +90,7 @@ func newPipe() (*pipeTransport, error) {
 const spliceFlags = unix.SPLICE_F_NONBLOCK | unix.SPLICE_F_MOVE
 
 func (t *pipeTransport) fill(c *Conn, _ int64, room int) (int, error) {
-	fd := streamFd(c.s)
+	fd := t.in
 	n, err := splice(fd, t.w, room)
 	switch {
 	case n == 0 && err == nil:
@@ -95,7 +104,7 @@ func (t *pipeTransport) fill(c *Conn, _ int64, room int) (int, error) {
 }
 
 func (t *pipeTransport) drain(c *Conn, _ int64, n int) (int, error) {
-	fd := streamFd(c.s)
+	fd := t.out
 	k, err := splice(t.r, fd, n)
 	if err == unix.EAGAIN {
 		drained(c, fd, poll.Writable)
