@@ -47,6 +47,10 @@ import (
 //     fLive that publishes the incarnation, and cleared by free after
 //     fRemoved; they are read by a claimer after its CAS, or under
 //     entry.mu after checking fLive and the generation.
+//  6. hint is the one field read with no claim at all (ahead.go): a
+//     pointer to an immutable value, stored by Add and cleared by free,
+//     so a reader gets an old, a new or no handler, never half of one.
+//     What it is used for is a prefetch, harmless on any of them.
 type entry struct {
 	state atomic.Uint64
 
@@ -59,6 +63,7 @@ type entry struct {
 	lvl      *level
 	idx      uint32
 	caller   *worker // the worker calling h, during the call (ReadBuffer)
+	hint     atomic.Pointer[hintRef] // h, if it names its lines ahead (invariant 6)
 
 	mu           sync.Mutex // invariant 4
 	deregistered bool       // Disarm took it out of the Poll; guarded by mu

@@ -79,10 +79,15 @@ func (l *Loop) dispatchBatch(w *worker, ours int) {
 	}
 	budget := l.cfg.MaxDispatchPerIteration
 	evBudget := l.cfg.MaxEventsPerIteration
-	for i := range w.events.Len() {
+	n := w.events.Len()
+	hints := n >= aheadBatch && l.tab.many.Load()
+	for i := range n {
 		ev := w.events.At(i)
 		if !IsLoopToken(ev.Token) {
 			continue
+		}
+		if hints {
+			l.ahead(w, i, n)
 		}
 		if budget <= 0 {
 			l.route(ev) // posted functions or timers used it up: the rest waits

@@ -111,6 +111,7 @@ func (l *Loop) freeLocked(e *entry) SourceHandler {
 	gen := stateGen(e.state.Load())
 	e.ready, e.queued, e.again = 0, false, false
 	e.h, e.src, e.lvl, e.deregistered = nil, nil, nil, false
+	e.hint.Store(nil) // the handler is not kept alive by its old entry
 	e.state.Store(uint64((gen+1)&uint32(genMask)) << genShift)
 	return h
 }

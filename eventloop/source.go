@@ -3,6 +3,7 @@ package eventloop
 import (
 	"fmt"
 
+	"github.com/unipoll/unipoll/internal/base/prefetch"
 	"github.com/unipoll/unipoll/poll"
 )
 
@@ -75,6 +76,9 @@ func (l *Loop) add(src poll.Evented, interest poll.Ready, opts poll.PollOpt, h S
 	e.mu.Lock()
 	gen := stateGen(e.state.Load())
 	e.h, e.src, e.interest, e.opts, e.oneshot, e.lvl = h, src, interest, opts, opts.IsOneshot(), lvl
+	if hh, ok := h.(prefetch.Hinter); ok {
+		e.hint.Store(&hintRef{hh})
+	}
 	if own != nil {
 		e.own = own // the first entries of a new table, never freed (own.go)
 	}

@@ -59,6 +59,10 @@ type table struct {
 	head int      // free[head:] are free
 	next uint32   // indexes below next have been handed out at least once
 	live int      // entries in use
+
+	// many: live > aheadFrom, read without mu by the dispatch (ahead.go),
+	// where a stale answer only costs or skips a few hints.
+	many atomic.Bool
 }
 
 // get returns the entry at idx, or nil if the table never reached it.
@@ -97,6 +101,7 @@ func (t *table) alloc() (*entry, error) {
 			t.free, t.head = t.free[:0], 0
 		}
 		t.live++
+		t.many.Store(t.live > aheadFrom)
 		return t.get(idx), nil
 	}
 	if t.next >= maxEntries {
@@ -116,6 +121,7 @@ func (t *table) alloc() (*entry, error) {
 	}
 	t.next++
 	t.live++
+	t.many.Store(t.live > aheadFrom)
 	return t.get(idx), nil
 }
 
@@ -129,6 +135,7 @@ func (t *table) release(e *entry) {
 	}
 	t.free = append(t.free, e.idx)
 	t.live--
+	t.many.Store(t.live > aheadFrom)
 	t.mu.Unlock()
 }
 

@@ -22,6 +22,9 @@ func (c *Conn) relayReady(r *relay, ev poll.Ready) eventloop.Action {
 	c.triggered = false
 	c.runAsync()
 	out, in, peer := r.dirs(c)
+	if r.inline {
+		prefetchPeer(peer) // the source acts as its sink (invariant 7)
+	}
 	if !c.rl.started {
 		c.rl.started = true
 		c.rl.unread = true // it stopped reading when Relay claimed it
