@@ -61,6 +61,28 @@ func (s *dialSet) remove(d *dial) bool {
 	return ok
 }
 
+// inFlight is how many dials have not ended yet: a drain waits for them
+// (drain.go), since a dial that connects brings a Conn to drain.
+func (s *dialSet) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dials)
+}
+
+// endAll ends every dial in flight with cause, on the Loop, as a cancelled
+// ctx would: a drain cut short by its deadline does not wait for connects.
+func (s *dialSet) endAll(cause error) {
+	s.mu.Lock()
+	dials := make([]*dial, 0, len(s.dials))
+	for d := range s.dials {
+		dials = append(dials, d)
+	}
+	s.mu.Unlock()
+	for _, d := range dials {
+		_ = d.l.Post(func(*eventloop.Loop) { d.step(func() error { return cause }) })
+	}
+}
+
 // dialSweep is the set as the sentinel's handler.
 type dialSweep dialSet
 

@@ -98,6 +98,9 @@ func (d drainer) run(ctx context.Context) error {
 				s.decide(ctx.Err()) // before the aborts, which may let another run see the drain over
 				left += s.abortAll(cause)
 			}
+			for _, l := range d.loops {
+				dialsOf(l).endAll(cause)
+			}
 			logIfSet(d.log, slog.LevelInfo, "netloop: drain forced", "conns", told, "left", left,
 				"duration", time.Since(start))
 			d.waitAborted(states, wake)
@@ -111,13 +114,20 @@ func (d drainer) run(ctx context.Context) error {
 	return err
 }
 
-// idle reports that no Conn is left on the Loops, nor on its way to one.
+// idle reports that no Conn is left on the Loops, nor on its way to one:
+// handed over by a listener, or dialed (a dial in flight may bring one,
+// and its done must run while the Loop still does).
 func (d drainer) idle(states []*loopState) bool {
 	if d.pending != nil && d.pending() > 0 {
 		return false
 	}
 	for _, s := range states {
 		if s.conns.Load() > 0 {
+			return false
+		}
+	}
+	for _, l := range d.loops {
+		if dialsOf(l).inFlight() > 0 {
 			return false
 		}
 	}
@@ -158,8 +168,10 @@ func (d drainer) finish(states []*loopState, err error) error {
 // Shutdown drains l's Conns and stops l, as Group.Shutdown does for a
 // Group, for a Loop that is not part of one: every Conn hears that a
 // drain has begun (DrainHandler; without it, Close), and Shutdown waits
-// for them to close. At ctx's end the Conns left are ended with Abort.
-// Then l is shut down (eventloop.Loop.Shutdown), so its Run returns.
+// for them to close, and for the dials in flight on l to end (a dial that
+// connects brings a Conn, drained too). At ctx's end the Conns left are
+// ended with Abort, and the dials left with the same error. Then l is
+// shut down (eventloop.Loop.Shutdown), so its Run returns.
 // Listeners and other sources the caller put on l are the caller's to
 // close first (a Group's are closed by Group.Shutdown).
 //

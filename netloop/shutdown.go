@@ -19,9 +19,12 @@ import (
 //     closed as by Conn.Close (reading stops, and it closes once its
 //     queued output is written). Conns added during the drain (a hand-off
 //     from a listener still in flight, a dial that completes) drain too.
-//  3. Shutdown waits for them all to close. When ctx ends first, the
-//     Conns left are ended with Abort (their CloseHandler hears an error
-//     matching ctx's), their queued output dropped.
+//  3. Shutdown waits for them all to close, and for the dials in flight
+//     on the Loops (Dialer.Dial) to end, so that every dial's done runs
+//     while the Loops still do. When ctx ends first, the Conns left are
+//     ended with Abort (their CloseHandler hears an error matching ctx's),
+//     their queued output dropped, and the dials left end with the same
+//     error.
 //  4. The Loops are shut down, so Run returns.
 //
 // It returns nil when everything drained, ctx's error when ctx ended
