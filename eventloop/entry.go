@@ -62,7 +62,7 @@ type entry struct {
 	oneshot  bool         // opts has Oneshot: set at Add, never changed (SetMode keeps it), read without mu
 	lvl      *level
 	idx      uint32
-	caller   *worker // the worker calling h, during the call (ReadBuffer)
+	caller   *worker                 // the worker calling h, during the call (ReadBuffer)
 	hint     atomic.Pointer[hintRef] // h, if it names its lines ahead (invariant 6)
 
 	mu           sync.Mutex // invariant 4
