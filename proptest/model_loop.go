@@ -217,6 +217,7 @@ func (w *loopWorld) actions() map[string]func(*rapid.T) {
 		"Action":   w.Action,
 		"Rearm":    w.Rearm,
 		"Disarm":   w.Disarm,
+		"SetMode":  w.SetMode,
 		"Remove":   w.Remove,
 		"Trigger":  w.Trigger,
 		"Stale":    w.Stale,

@@ -14,7 +14,7 @@ import (
 
 // The operations of the Loop's state machine on its sources, from
 // outside a call: Add, readiness, the action a handler returns, Rearm,
-// Disarm, Remove, Trigger, and the tokens of removed sources. Each
+// Disarm, SetMode, Remove, Trigger, and the tokens of removed sources. Each
 // updates the model as the Loop's documentation says; Iterate
 // (model_loop_iterate.go) checks what the calls make of it.
 
@@ -107,6 +107,32 @@ func (w *loopWorld) Disarm(t *rapid.T) {
 	if !s.disarmed { // disarming a disarmed source does nothing
 		s.disarmed = true
 		s.pollArmed, s.owed = false, false // reregistered with no interest
+	}
+}
+
+// SetMode moves a source between Edge and Level (netloop's relay does,
+// while it reads). It reregisters an armed source, which owes a report if
+// ready (rule 5), as Rearm's does; a disarmed one keeps its registration
+// off, and Rearm registers the new mode. Oneshot, to or from, is refused
+// and changes nothing.
+func (w *loopWorld) SetMode(t *rapid.T) {
+	s := w.pick(t, false)
+	opts := rapid.SampledFrom(optsChoices).Draw(t, "mode")
+	err := w.l.SetMode(s.tok, poll.Readable, opts)
+	w.logf("SetMode(%s, %s -> %s) = %v", s.label, s.opts, opts, err)
+	w.noCalls(t, "SetMode")
+	if (opts|s.opts)&poll.Oneshot != 0 {
+		if !errors.Is(err, eventloop.ErrInvalidArgument) {
+			w.fatalf(t, "SetMode(%s, %s -> %s): %v, want ErrInvalidArgument", s.label, s.opts, opts, err)
+		}
+		return
+	}
+	if err != nil {
+		w.fatalf(t, "SetMode: %v", err)
+	}
+	s.opts = opts
+	if !s.disarmed {
+		s.reregistered()
 	}
 }
 
