@@ -181,7 +181,11 @@ func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool
 	if err != nil {
 		return ID{}, false, ErrTooMany
 	}
-	*e = entry{deadline: deadline, key: key, pos: int32(len(w.staged)), where: stagedWhere, owner: owner}
+	// Field by field, every field: a composite literal is built on the
+	// stack with stores of each field's width, then copied with 16-byte
+	// loads that the CPU cannot forward from those stores (a stall of
+	// about 10ns, 15% of a Set+Cancel).
+	e.deadline, e.key, e.pos, e.where, e.owner = deadline, key, int32(len(w.staged)), stagedWhere, owner
 	o := &w.owners[owner]
 	o.refs++
 	o.chunkBit(h.Idx)
