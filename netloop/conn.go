@@ -407,7 +407,10 @@ func (c *Conn) removed() {
 	}
 	c.logEnd()
 	c.in, c.out = nil, nil
-	c.ls.delist(c)
+	// Delisted last, after its CloseHandler (or a Dial's done) has run: a
+	// drain is over, and Shutdown returns, only once every Conn's end has
+	// been told.
+	defer c.ls.delist(c)
 	if f := c.opened; f != nil {
 		c.opened = nil
 		f(nil, dialClosedError(c.err))
