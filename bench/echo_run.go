@@ -115,8 +115,9 @@ const (
 	countPerf                  // perf stat on the syscall tracepoints: the total and the main calls, at full speed
 )
 
-// echoOnce measures start(cpu, port) under cfg's load for warmup+dur.
-func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, counter syscallCounter) (loadResult, *syscallCount, error) {
+// echoOnce measures start(cpu, port) under cfg's load for warmup+dur;
+// loadArgs go to the load generator (-tls-ca FILE: over TLS).
+func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, counter syscallCounter, loadArgs ...string) (loadResult, *syscallCount, error) {
 	var res loadResult
 	serverCPU, loadCPU := -1, -1
 	if cfg.Pinned && r.m.canPin() {
@@ -142,6 +143,7 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 
 	load := pinned(loadCPU, r.self, "-role", "load", "--", "-addr", addr, "-conns", strconv.Itoa(cfg.Conns),
 		"-size", strconv.Itoa(cfg.Size), "-warmup", warmup.String(), "-dur", dur.String(), "-pid", strconv.Itoa(srv.Process.Pid))
+	load.Args = append(load.Args, loadArgs...)
 	var loadErr tail
 	load.Stderr = &loadErr
 	loadIn, err := load.StdinPipe()
