@@ -137,7 +137,9 @@ func loadMain(args []string) error {
 		ServerCPU: cpu1 - cpu0, Switches: sw1 - sw0,
 	}
 	counts2 := h.counts()
-	res.P50, res.P99 = quantile(counts2, 0.50), quantile(counts2, 0.99)
+	if res.Msgs > 0 { // no round trip in the window: no latency (NaN, which JSON cannot carry)
+		res.P50, res.P99 = quantile(counts2, 0.50), quantile(counts2, 0.99)
+	}
 	errMu.Lock()
 	res.Errors = errCount
 	if firstErr != nil {

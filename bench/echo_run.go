@@ -225,6 +225,9 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 	if res.Errors > 0 {
 		return res, sc, fmt.Errorf("%d connections failed, first: %s", res.Errors, res.FirstErr)
 	}
+	if res.Msgs == 0 {
+		return res, sc, fmt.Errorf("no round trip completed in the %v window (server CPU in it: %v)", res.Window.Round(time.Millisecond), res.ServerCPU)
+	}
 	return res, sc, nil
 }
 
