@@ -54,10 +54,19 @@ func loadMain(args []string) error {
 	warmup := fs.Duration("warmup", time.Second, "time before the window")
 	dur := fs.Duration("dur", 2*time.Second, "the measured window")
 	pid := fs.Int("pid", 0, "the server's process id, for its CPU time")
+	tlsCA := fs.String("tls-ca", "", "speak TLS (any version), trusting the CA in this PEM file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cs, err := dialAll(*addr, *conns)
+	var wrap func(net.Conn) (net.Conn, error)
+	if *tlsCA != "" {
+		cfg, err := tlsClientConfig(*tlsCA, 0)
+		if err != nil {
+			return err
+		}
+		wrap = tlsWrap(cfg)
+	}
+	cs, err := dialAllWith(*addr, *conns, wrap)
 	defer func() {
 		for _, c := range cs {
 			c.Close()
@@ -128,7 +137,9 @@ func loadMain(args []string) error {
 		ServerCPU: cpu1 - cpu0, Switches: sw1 - sw0,
 	}
 	counts2 := h.counts()
-	res.P50, res.P99 = quantile(counts2, 0.50), quantile(counts2, 0.99)
+	if res.Msgs > 0 { // no round trip in the window: no latency (NaN, which JSON cannot carry)
+		res.P50, res.P99 = quantile(counts2, 0.50), quantile(counts2, 0.99)
+	}
 	errMu.Lock()
 	res.Errors = errCount
 	if firstErr != nil {
@@ -146,7 +157,11 @@ func loadMain(args []string) error {
 // dialAll opens n connections, 64 at a time, retrying a refused or reset
 // dial (a listen queue can overflow under a burst of connects) until 60
 // seconds have passed in all.
-func dialAll(addr string, n int) ([]net.Conn, error) {
+func dialAll(addr string, n int) ([]net.Conn, error) { return dialAllWith(addr, n, nil) }
+
+// dialAllWith is dialAll with each connection passed through wrap (a TLS
+// handshake), if not nil; a failed wrap counts as a failed dial.
+func dialAllWith(addr string, n int, wrap func(net.Conn) (net.Conn, error)) ([]net.Conn, error) {
 	cs := make([]net.Conn, n)
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 64)
@@ -161,7 +176,10 @@ func dialAll(addr string, n int) ([]net.Conn, error) {
 			err := errors.New("dial deadline passed")
 			for time.Now().Before(deadline) {
 				var c net.Conn
-				if c, err = net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
+				if c, err = net.DialTimeout("tcp", addr, 5*time.Second); err == nil && wrap != nil {
+					c, err = wrap(c)
+				}
+				if err == nil {
 					cs[i] = c
 					return
 				}

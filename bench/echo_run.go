@@ -115,8 +115,9 @@ const (
 	countPerf                  // perf stat on the syscall tracepoints: the total and the main calls, at full speed
 )
 
-// echoOnce measures start(cpu, port) under cfg's load for warmup+dur.
-func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, counter syscallCounter) (loadResult, *syscallCount, error) {
+// echoOnce measures start(cpu, port) under cfg's load for warmup+dur;
+// loadArgs go to the load generator (-tls-ca FILE: over TLS).
+func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, warmup, dur time.Duration, counter syscallCounter, loadArgs ...string) (loadResult, *syscallCount, error) {
 	var res loadResult
 	serverCPU, loadCPU := -1, -1
 	if cfg.Pinned && r.m.canPin() {
@@ -142,6 +143,7 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 
 	load := pinned(loadCPU, r.self, "-role", "load", "--", "-addr", addr, "-conns", strconv.Itoa(cfg.Conns),
 		"-size", strconv.Itoa(cfg.Size), "-warmup", warmup.String(), "-dur", dur.String(), "-pid", strconv.Itoa(srv.Process.Pid))
+	load.Args = append(load.Args, loadArgs...)
 	var loadErr tail
 	load.Stderr = &loadErr
 	loadIn, err := load.StdinPipe()
@@ -222,6 +224,9 @@ func (r *Runner) echoOnce(start func(cpu, port int) *exec.Cmd, cfg echoConfig, w
 	}
 	if res.Errors > 0 {
 		return res, sc, fmt.Errorf("%d connections failed, first: %s", res.Errors, res.FirstErr)
+	}
+	if res.Msgs == 0 {
+		return res, sc, fmt.Errorf("no round trip completed in the %v window (server CPU in it: %v)", res.Window.Round(time.Millisecond), res.ServerCPU)
 	}
 	return res, sc, nil
 }

@@ -25,8 +25,15 @@ func serverMain(args []string) error {
 	name := fs.String("server", "", "which server")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
 	backend := fs.String("backend", "", "a proxy (goProxies): the backend it relays to")
+	cert := fs.String("tls-cert", "", "a TLS server (tlsServers): its certificate, a PEM file")
+	key := fs.String("tls-key", "", "a TLS server: the certificate's key, a PEM file")
+	stats := fs.String("stats", "", "write the goroutine count and live heap to this file at each SIGUSR1")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	reportStatsOnSignal(*stats)
+	if ts, ok := tlsServers[*name]; ok {
+		return ts(*addr, *cert, *key, func() { fmt.Println("READY") })
 	}
 	if px, ok := goProxies[*name]; ok {
 		return px(*addr, *backend, func() { fmt.Println("READY") })

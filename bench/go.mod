@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	github.com/cloudwego/netpoll v0.7.2
+	github.com/lesismal/llib v1.2.2
 	github.com/lesismal/nbio v1.6.8
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/stretchr/testify v1.12.1
@@ -27,6 +28,7 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/crypto v0.22.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.16.0 // indirect
 	golang.org/x/text v0.28.0 // indirect

@@ -25,6 +25,8 @@ func runRole(role string, args []string) error {
 		return serverMain(args)
 	case "load":
 		return loadMain(args)
+	case "handshake":
+		return handshakeMain(args)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

@@ -79,7 +79,7 @@ func runRESP(r *Runner) (*Section, error) {
 	var tests []string
 	for pass := range r.passes(3) {
 		for _, s := range servers {
-			got, err := r.respPass(s, bench, srvCPU, loadCPU, requests, depths)
+			got, err := r.respPass(s, bench, srvCPU, loadCPU, requests, depths, []string{"ping", "set", "get"})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
@@ -150,8 +150,10 @@ type respMeasure struct {
 	cpuPerReq float64 // ns
 }
 
-// respPass starts s, runs every depth and test against it, and stops it.
-func (r *Runner) respPass(s respServer, bench string, srvCPU, loadCPU, requests int, depths []int) ([]respMeasure, error) {
+// respPass starts s, runs every depth and test (redis-benchmark -t)
+// against it, with benchArgs added to redis-benchmark's arguments, and
+// stops it.
+func (r *Runner) respPass(s respServer, bench string, srvCPU, loadCPU, requests int, depths []int, tests []string, benchArgs ...string) ([]respMeasure, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -171,13 +173,14 @@ func (r *Runner) respPass(s respServer, bench string, srvCPU, loadCPU, requests 
 	pid := cmd.Process.Pid
 	var res []respMeasure
 	for _, depth := range depths {
-		for _, t := range []string{"ping", "set", "get"} {
+		for _, t := range tests {
 			c0, err := procCPU(pid)
 			if err != nil {
 				return nil, err
 			}
 			lc := pinned(loadCPU, bench, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-c", "50",
 				"-n", strconv.Itoa(requests), "-t", t, "-P", strconv.Itoa(depth), "-q")
+			lc.Args = append(lc.Args, benchArgs...)
 			b, err := lc.CombinedOutput()
 			if err != nil {
 				return nil, fmt.Errorf("redis-benchmark: %v: %s", err, lastLines(string(b), 3))

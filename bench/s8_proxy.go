@@ -265,25 +265,31 @@ func (r *Runner) startBackend(backend func(cpu, port int) *exec.Cmd, cfg echoCon
 
 // startListening starts start on a free port and waits until it accepts.
 func startListening(start func(cpu, port int) *exec.Cmd, cpu int) (string, func(), error) {
+	addr, _, stop, err := startListeningPID(start, cpu)
+	return addr, stop, err
+}
+
+// startListeningPID is startListening that also returns the process id.
+func startListeningPID(start func(cpu, port int) *exec.Cmd, cpu int) (string, int, func(), error) {
 	port, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := start(cpu, port)
 	var out tail
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	stop := func() { stopProcess(cmd, exited) }
 	if err := waitListening(addr, exited, 20*time.Second); err != nil {
 		stop()
-		return "", nil, fmt.Errorf("%w: %s", err, out.String())
+		return "", 0, nil, fmt.Errorf("%w: %s", err, out.String())
 	}
-	return addr, stop, nil
+	return addr, cmd.Process.Pid, stop, nil
 }
 
 // proxyOnce measures c at cfg: a fresh backend, then the echo scenario's

@@ -73,6 +73,10 @@ func (c *Conn) newTLS(client bool, serverName string) *tlsConn {
 		t.tc = tls.Client(&t.tr, cfg)
 	} else {
 		t.tc = tls.Server(&t.tr, c.cfg.TLS)
+		switch c.s.(type) {
+		case *socket.TCPConn, *socket.UnixConn: // accepted, so connected: see tlsTransport
+			t.tr.direct = c.s
+		}
 	}
 	return t
 }

@@ -23,7 +23,12 @@ import (
 //     (tls_handshake.go) owns the tls.Conn. Read waits until the Loop has
 //     fed ciphertext into in (or the end of input, or close); Write
 //     appends to out and triggers the Conn, whose call writes out to the
-//     socket.
+//     socket. A server Conn on one of package socket's sockets (direct)
+//     first tries to write the flight to the socket itself, when nothing
+//     is pending before it: the flight then leaves as soon as crypto/tls
+//     has made it, rather than when the Loop's goroutine next runs, which
+//     on a busy process can be after every other handshake's computation
+//     (a full Write needs no trigger either).
 //   - Established: only the Conn's calls use the tls.Conn. Read takes
 //     what is left in in, then reads the socket itself, without blocking:
 //     a socket with nothing to read (or known drained) gives
@@ -42,10 +47,17 @@ import (
 //     the Conn, so a feed stopped by a full buffer always resumes.
 //  3. Once handshaking is false it stays false, and the goroutine no
 //     longer uses the tls.Conn: from then on the Conn's calls alone do.
+//  4. direct is fixed before the goroutine starts. The goroutine writes
+//     to it only under mu, while handshaking and not closed; the Loop
+//     writes the socket during the handshake only in flushOut, under mu;
+//     and the Conn closes its socket only after Close has set closed. So
+//     the socket's writes never interleave, and none comes after its
+//     close. socket's sockets may be written from any goroutine.
 type tlsTransport struct {
-	c   *Conn // the socket and its read state, for the established phase (the Conn's calls only)
-	l   *eventloop.Loop
-	tok poll.Token
+	c      *Conn // the socket and its read state, for the established phase (the Conn's calls only)
+	l      *eventloop.Loop
+	tok    poll.Token
+	direct Stream // invariant 4: the socket a server's handshake writes itself, or nil
 
 	mu          sync.Mutex
 	in          []byte // ciphertext fed by the Loop, in[inAt:] not yet read
@@ -121,10 +133,19 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 // Write is crypto/tls's write of ciphertext: it is queued, never refused
 // (the Conn bounds what it encrypts at a time, see Conn.tlsWrite).
 func (tr *tlsTransport) Write(p []byte) (int, error) {
+	all := len(p)
 	tr.mu.Lock()
 	if tr.closed {
 		tr.mu.Unlock()
 		return 0, net.ErrClosed
+	}
+	if tr.direct != nil && tr.handshaking && tr.outAt == len(tr.out) {
+		n, _ := tr.direct.Write(p) // an error or a full socket: the rest waits in out for the Loop, which meets the error again
+		if n == len(p) {
+			tr.mu.Unlock()
+			return n, nil
+		}
+		p = p[max(n, 0):]
 	}
 	tr.out = append(tr.out, p...)
 	trigger := tr.handshaking
@@ -132,7 +153,7 @@ func (tr *tlsTransport) Write(p []byte) (int, error) {
 	if trigger {
 		_ = tr.l.Trigger(tr.tok) // the Conn's call writes it; fails only once removed
 	}
-	return len(p), nil
+	return all, nil
 }
 
 // feed appends ciphertext the Loop read from the socket (the handshake),
