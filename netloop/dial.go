@@ -247,6 +247,7 @@ func (d *dial) report(c *Conn, err error) {
 		}
 		return
 	}
+	defer d.set.reported()
 	if err != nil {
 		err = d.wrap(err)
 	}

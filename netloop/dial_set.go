@@ -20,9 +20,10 @@ type dialSet struct {
 	addErr error // the sentinel's Loop.Add
 	reg    *poll.Registration
 
-	mu     sync.Mutex
-	dials  map[*dial]struct{} // guarded by mu
-	closed bool               // guarded by mu: swept, the Loop is closing
+	mu        sync.Mutex
+	dials     map[*dial]struct{} // guarded by mu
+	reporting int                // guarded by mu: dials taken out whose done has not returned
+	closed    bool               // guarded by mu: swept, the Loop is closing
 }
 
 type dialsKey struct{}
@@ -52,13 +53,25 @@ func (s *dialSet) add(l *eventloop.Loop, d *dial) error {
 	return nil
 }
 
-// remove takes d out of the set and reports whether it was there.
+// remove takes d out of the set and reports whether it was there; if it
+// was, the caller calls d's done and then reported: until then the dial
+// still counts as in flight (a drain must not end before its done runs).
 func (s *dialSet) remove(d *dial) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.dials[d]
-	delete(s.dials, d)
+	if ok {
+		delete(s.dials, d)
+		s.reporting++
+	}
 	return ok
+}
+
+// reported: the done of a dial remove took out has returned.
+func (s *dialSet) reported() {
+	s.mu.Lock()
+	s.reporting--
+	s.mu.Unlock()
 }
 
 // inFlight is how many dials have not ended yet: a drain waits for them
@@ -66,7 +79,7 @@ func (s *dialSet) remove(d *dial) bool {
 func (s *dialSet) inFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.dials)
+	return len(s.dials) + s.reporting
 }
 
 // endAll ends every dial in flight with cause, on the Loop, as a cancelled
