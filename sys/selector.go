@@ -40,10 +40,15 @@ const (
 	BackendEpoll  = "epoll"
 	BackendKqueue = "kqueue"
 	BackendPoll   = "poll"
+	// BackendUring is io_uring (Linux 5.13 or later): a poll request per
+	// descriptor in a ring shared with the kernel. It is never the default;
+	// where the kernel lacks or refuses io_uring, New fails with
+	// ErrBackendUnavailable and Backends leaves it out.
+	BackendUring = "uring"
 )
 
 // EnvBackend is the environment variable that package poll reads to choose
-// a backend ("epoll", "kqueue" or "poll") when its caller asks for none. The
+// a backend ("epoll", "kqueue", "poll" or "uring") when its caller asks for none. The
 // test suite uses it to run everything on each backend the machine has.
 // Package sys itself never reads it: New takes the name it is given.
 const EnvBackend = "UNIPOLL_BACKEND"
@@ -58,6 +63,11 @@ var (
 	// ErrUnknownBackend is returned by New for a backend name this build
 	// does not know or this operating system does not have.
 	ErrUnknownBackend = errors.New("sys: unknown or unsupported backend")
+	// ErrBackendUnavailable is returned by New for a backend this build has
+	// but the running kernel lacks or refuses: io_uring on a kernel older
+	// than 5.13, or disabled (sysctl kernel.io_uring_disabled), or blocked
+	// by a seccomp filter. The system error is in the chain too.
+	ErrBackendUnavailable = errors.New("sys: backend unavailable on this kernel")
 	// ErrUnknownWait is returned by NewWithOptions for a wait mode other
 	// than WaitLook, WaitBlock and WaitPark.
 	ErrUnknownWait = errors.New("sys: unknown wait mode")
@@ -195,7 +205,8 @@ type Options struct {
 func New(backend string) (Selector, error) { return NewWithOptions(backend, Options{}) }
 
 // NewWithOptions opens a selector tuned by o. An unknown backend is
-// ErrUnknownBackend, an unknown wait mode ErrUnknownWait.
+// ErrUnknownBackend, one the kernel lacks or refuses ErrBackendUnavailable,
+// an unknown wait mode ErrUnknownWait.
 func NewWithOptions(backend string, o Options) (Selector, error) {
 	if backend == "" {
 		backend = defaultBackend
@@ -214,21 +225,30 @@ func NewWithOptions(backend string, o Options) (Selector, error) {
 	return open(o)
 }
 
-// Backends lists the backend names this build supports, best first.
+// Backends lists the backend names this build supports and the running
+// kernel allows, best first (the default first).
 func Backends() []string {
 	out := make([]string, 0, len(backendOrder))
 	for _, name := range backendOrder {
-		if _, ok := backends[name]; ok {
-			out = append(out, name)
+		if _, ok := backends[name]; !ok {
+			continue
 		}
+		if usable, ok := backendUsable[name]; ok && !usable() {
+			continue
+		}
+		out = append(out, name)
 	}
 	return out
 }
 
-var backendOrder = []string{BackendEpoll, BackendKqueue, BackendPoll}
+var backendOrder = []string{BackendEpoll, BackendKqueue, BackendUring, BackendPoll}
 
 // backends is filled by the platform files' init functions.
 var backends = map[string]func(Options) (Selector, error){}
+
+// backendUsable holds, for a backend the kernel may refuse, the probe that
+// says whether it allows it here (cached by the probe).
+var backendUsable = map[string]func() bool{}
 
 // checkKey refuses ReservedKey.
 func checkKey(key uint64) error {

@@ -1,0 +1,455 @@
+//go:build linux
+
+package sys
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	backends[BackendUring] = openUring
+	backendUsable[BackendUring] = uringUsable
+}
+
+// Ring sizes. Submissions are flushed whenever the SQ fills, so its size
+// only bounds a batch. The CQ is larger: every edge-triggered registration
+// may post a completion per wake-up between two Selects, and a multishot
+// poll that finds the CQ full ends (uringSelector, "Multishot ends").
+const (
+	uringSQEntries = 256
+	uringCQEntries = 4096
+)
+
+// uringSelector is the io_uring backend: each registration is a poll
+// request (IORING_OP_POLL_ADD) in the ring, its completions the events.
+// The ring's layout and who writes what in it are in uring_ring_linux.go.
+//
+// Modes. A POLL_ADD completes once, with the mask it found, unless it is
+// multishot (IORING_POLL_ADD_MULTI), which posts a completion on every
+// wake-up of the file that matches its events and stays armed. Both are
+// triggered by wake-ups (the kernel sets EPOLLET on them), and both
+// complete at once if the file is ready when they are armed. So:
+//   - Edge is a multishot poll: a completion per new arrival, as EPOLLET
+//     gives. Edges are native (Traits.NativeEdge): Rearm does nothing.
+//   - Level is a single-shot poll, submitted again after each completion
+//     (batched, with the next Select's io_uring_enter): armed afresh on a
+//     ready file it completes during that very enter, so a ready
+//     descriptor is reported on every Select.
+//   - Oneshot (with Edge or Level) is a single-shot poll that is not
+//     submitted again until Modify.
+//
+// Keys. The kernel hands back the user_data of the request; it is the
+// descriptor (low 32 bits) and the registration's generation (the next 31:
+// bit 63 is clear), never the caller's key, which stays in the table. Add
+// and Modify take a new generation from a counter, so a completion of a
+// request that Modify replaced or Delete removed is recognised as stale and
+// dropped, as the poll(2) backend does. Completions of our own requests
+// that are not polls (POLL_REMOVE) carry uringTagIgnore, the waker's
+// uringTagWaker; both have bit 63 set.
+//
+// Submissions. Add, Modify and the Level re-arms only queue their SQEs:
+// the next Select submits them with the io_uring_enter it waits with. A
+// change made while a Select is blocked (blocked, under mu) is submitted at
+// once by the goroutine that made it, so that it takes effect without
+// waking the Select. Delete always submits at once: a poll request holds a
+// reference to its file, and a descriptor closed after Delete must really
+// close (the peer sees the hang-up) without waiting for the next Select.
+// The same reference means a descriptor closed while still registered
+// stays open in the kernel until Delete or Close; the contract asks for
+// Delete first anyway.
+//
+// Multishot ends. The kernel ends a multishot poll (a completion without
+// IORING_CQE_F_MORE) when it cannot post a completion (the CQ is full), or
+// with -ECANCELED when the thread that submitted it exits (io_uring runs a
+// request's completion work on its submitting thread, and Go threads
+// locked with runtime.LockOSThread exit with their goroutine). Select
+// submits such a request again, at the registration's current generation,
+// unless it was oneshot; a completion that ended with a mask is reported
+// too. Re-armed on a condition that lasts, the poll reports it once more:
+// the only way this backend reports an edge twice.
+//
+// Invariants (mu guards table, nextGen, blocked, every uringEntry and all
+// SQ writes):
+//   - An entry is armed while a request of its current generation is in
+//     the kernel or queued for it. Modify and Delete of an armed entry
+//     queue a POLL_REMOVE of the old user_data (whose completions are then
+//     stale); its own answer (0, or -ENOENT if the request had completed) is
+//     ignored.
+//   - The waker is an eventfd with a multishot poll of its own: Wake's
+//     write is a wake-up, so a completion, and the eventfd is never drained
+//     (the epoll backend's edge waker, wakeEdge). Select resets the gate
+//     when it has seen the waker's completion; no change of registrations
+//     ever needs a nudge, so woken is only ever a Wake.
+//   - closed is set once, by Close, with both closeMu (held for writing:
+//     Wake's eventfd write holds it for reading) and mu (the registration
+//     calls check closed under it) held, so no system call reaches a
+//     descriptor or a mapping that Close released.
+type uringSelector struct {
+	ring    *uringRing
+	owner   *uringOwner
+	waker   *eventfdWaker
+	gate    wakeGate
+	waits   atomic.Uint64
+	closed  atomic.Bool
+	closeMu sync.RWMutex
+
+	mu      sync.Mutex
+	table   map[int]*uringEntry
+	nextGen uint32
+	blocked bool
+
+	// Owned by the goroutine in Select; in the heap, so the kernel may be
+	// given their addresses (the collector never moves a heap object).
+	arg uringGeteventsArg
+	ts  unix.Timespec
+}
+
+// uringEntry is one registration.
+type uringEntry struct {
+	key      uint64
+	interest uint32
+	mode     Mode
+	gen      uint32
+	armed    bool
+}
+
+// Internal user_data tags; bit 63 is never set in a registration's.
+const (
+	uringTagWaker  = 1<<63 | 1
+	uringTagIgnore = 1<<63 | 2
+)
+
+func uringUserData(fd int, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
+
+// ErrBackendUnavailable's io_uring cases. ENOSYS: a kernel without it.
+// EPERM: kernel.io_uring_disabled = 2, or 1 for a process outside
+// kernel.io_uring_group, or a seccomp filter (Docker's default profile
+// refuses it so). EACCES, EINVAL and ENOMEM come from older or restricted
+// setups too; anything else is a real error.
+func uringRefused(err error) bool {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return true // a kernel without the features we need
+	}
+	switch errno {
+	case unix.ENOSYS, unix.EPERM, unix.EACCES, unix.EINVAL, unix.ENOMEM:
+		return true
+	}
+	return false
+}
+
+var uringProbe struct {
+	once sync.Once
+	err  error
+}
+
+// uringUsable reports whether this kernel lets the process open a ring
+// with the features the selector needs. It is probed once, on a thread of
+// its own that exits afterwards: closing a ring interrupts (once, as a
+// signal without a handler would, so a blocked epoll_wait returns EINTR)
+// every thread that created or submitted to it, and the probe must not
+// disturb a thread that goes on to wait in another selector.
+func uringUsable() bool {
+	uringProbe.once.Do(func() {
+		done := make(chan error)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread exits with us
+			r, err := setupUring(4, 8)
+			if err == nil {
+				err = r.close()
+			}
+			done <- err
+		}()
+		uringProbe.err = <-done
+	})
+	return uringProbe.err == nil
+}
+
+func openUring(Options) (Selector, error) {
+	r, owner, err := setupOwnedUring(uringSQEntries, uringCQEntries)
+	if err != nil {
+		if uringRefused(err) {
+			return nil, fmt.Errorf("%w: io_uring: %w", ErrBackendUnavailable, err)
+		}
+		return nil, os.NewSyscallError("io_uring_setup", err)
+	}
+	w, err := newEventfdWaker()
+	if err != nil {
+		_ = owner.closeRing(r)
+		return nil, err
+	}
+	s := &uringSelector{ring: r, owner: owner, waker: w, table: make(map[int]*uringEntry)}
+	s.mu.Lock()
+	err = s.queueLocked(uringSQE{opcode: uringOpPollAdd, fd: int32(w.fd()),
+		opFlags: uringPollEvents(Readable), len: uringPollAddMulti, userData: uringTagWaker})
+	if err == nil {
+		err = s.submitLocked()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		_ = errors.Join(owner.closeRing(r), w.close())
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *uringSelector) Name() string { return BackendUring }
+
+func (s *uringSelector) Traits() Traits { return Traits{NativeEdge: true} }
+
+func (s *uringSelector) Counters() Counters {
+	return Counters{WakerWrites: s.gate.writes.Load(), Waits: s.waits.Load()}
+}
+
+// checkWatchable answers for fd as epoll_ctl would: EBADF if it is not
+// open, EPERM for a regular file or a directory. A poll request on a file
+// without a poll method would complete at once, always ready, where epoll
+// refuses it; the file types are the ones that have none.
+func checkWatchable(fd int) error {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFDIR:
+		return unix.EPERM
+	}
+	return nil
+}
+
+func (s *uringSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("io_uring(add)", err)
+	}
+	if fd < 0 {
+		return os.NewSyscallError("io_uring(add)", unix.EBADF)
+	}
+	if err := checkWatchable(fd); err != nil {
+		return os.NewSyscallError("io_uring(add)", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if _, ok := s.table[fd]; ok {
+		return os.NewSyscallError("io_uring(add)", unix.EEXIST)
+	}
+	e := &uringEntry{key: key, interest: interest, mode: mode}
+	if err := s.armLocked(fd, e); err != nil {
+		return err
+	}
+	s.table[fd] = e
+	return s.submitIfBlockedLocked()
+}
+
+func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("io_uring(modify)", err)
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("io_uring(modify)", unix.EBADF)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	e, ok := s.table[fd]
+	if !ok {
+		return os.NewSyscallError("io_uring(modify)", unix.ENOENT)
+	}
+	// Room for both SQEs first, so that a failure leaves the entry as it
+	// was (the contract's failed Modify).
+	if err := s.roomLocked(2); err != nil {
+		return err
+	}
+	s.disarmLocked(fd, e)
+	e.key, e.interest, e.mode = key, interest, mode
+	if err := s.armLocked(fd, e); err != nil {
+		return err
+	}
+	return s.submitIfBlockedLocked()
+}
+
+// Delete removes fd's entry and submits the removal of its request at
+// once. Like epoll_ctl, it answers EBADF for a descriptor that is no longer
+// open, after removing its entry if it had one.
+func (s *uringSelector) Delete(fd int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	e, ok := s.table[fd]
+	if !ok {
+		return missing("io_uring(delete)", fd)
+	}
+	if err := s.roomLocked(1); err != nil {
+		return err
+	}
+	s.disarmLocked(fd, e)
+	delete(s.table, fd)
+	if err := s.submitLocked(); err != nil {
+		return err
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("io_uring(delete)", unix.EBADF)
+	}
+	return nil
+}
+
+// Rearm does nothing: a multishot poll makes each new arrival an edge by
+// itself.
+func (s *uringSelector) Rearm(int, uint32) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// armLocked gives e a new generation and queues its poll request.
+func (s *uringSelector) armLocked(fd int, e *uringEntry) error {
+	s.nextGen = (s.nextGen + 1) & (1<<31 - 1)
+	if s.nextGen == 0 {
+		s.nextGen = 1
+	}
+	e.gen = s.nextGen
+	return s.rearmLocked(fd, e)
+}
+
+// rearmLocked queues e's poll request at its current generation.
+func (s *uringSelector) rearmLocked(fd int, e *uringEntry) error {
+	sqe := uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: uringPollEvents(e.interest),
+		userData: uringUserData(fd, e.gen)}
+	if e.mode&(Edge|Oneshot) == Edge {
+		sqe.len = uringPollAddMulti
+	}
+	if err := s.queueLocked(sqe); err != nil {
+		return err
+	}
+	e.armed = true
+	return nil
+}
+
+// disarmLocked queues the removal of e's request, if it has one. The
+// caller made room for it (roomLocked), so it cannot fail.
+func (s *uringSelector) disarmLocked(fd int, e *uringEntry) {
+	if e.armed {
+		s.ring.push(uringSQE{opcode: uringOpPollRemove, fd: -1, addr: uringUserData(fd, e.gen), userData: uringTagIgnore})
+		e.armed = false
+	}
+}
+
+// queueLocked puts one SQE in the SQ, first submitting what is there if
+// the SQ is full.
+func (s *uringSelector) queueLocked(e uringSQE) error {
+	if err := s.roomLocked(1); err != nil {
+		return err
+	}
+	s.ring.push(e)
+	return nil
+}
+
+// roomLocked makes sure n SQ slots are free, submitting the queue if not.
+func (s *uringSelector) roomLocked(n uint32) error {
+	if s.ring.sqSize-(s.ring.tail-atomic.LoadUint32(s.ring.sqHead)) >= n {
+		return nil
+	}
+	if err := s.submitLocked(); err != nil {
+		return err
+	}
+	if s.ring.sqSize-(s.ring.tail-atomic.LoadUint32(s.ring.sqHead)) < n {
+		return os.NewSyscallError("io_uring_enter", unix.EAGAIN)
+	}
+	return nil
+}
+
+func (s *uringSelector) submitIfBlockedLocked() error {
+	if !s.blocked {
+		return nil // the next Select submits it
+	}
+	return s.submitLocked()
+}
+
+// submitLocked hands every queued SQE to the kernel, without waiting for
+// anything. EBUSY and EAGAIN (the kernel is short of completion room or
+// memory) leave the rest queued for the next Select, whose harvest makes
+// room.
+func (s *uringSelector) submitLocked() error {
+	for {
+		pending := s.ring.sqPending()
+		if pending == 0 {
+			return nil
+		}
+		n, errno := s.ring.enter(pending, 0, 0, nil, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EBUSY || errno == unix.EAGAIN:
+			return nil
+		case errno != 0:
+			return os.NewSyscallError("io_uring_enter", errno)
+		case n == 0:
+			return nil
+		}
+	}
+}
+
+// Wake writes the eventfd, whose multishot poll completes on every write.
+func (s *uringSelector) Wake() error {
+	if !s.gate.begin() {
+		return nil
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed.Load() {
+		return nil
+	}
+	if err := s.waker.wakeEdge(); err != nil {
+		s.gate.reset() // the write failed: let a later Wake retry
+		return err
+	}
+	return nil
+}
+
+// Close closes the ring, which cancels every request in it, and the waker.
+// It returns once the kernel has interrupted the threads that used the
+// ring (uring_owner_linux.go).
+func (s *uringSelector) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cancelAllLocked()
+	return errors.Join(s.owner.closeRing(s.ring), s.waker.close())
+}
+
+// cancelAllLocked removes every request before the ring is closed.
+func (s *uringSelector) cancelAllLocked() {
+	for fd, e := range s.table {
+		if s.roomLocked(1) == nil {
+			s.disarmLocked(fd, e)
+		}
+	}
+	if s.roomLocked(1) == nil {
+		s.ring.push(uringSQE{opcode: uringOpPollRemove, fd: -1, addr: uringTagWaker, userData: uringTagIgnore})
+	}
+	_ = s.submitLocked()
+}
