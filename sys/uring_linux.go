@@ -102,8 +102,10 @@ type uringSelector struct {
 
 	mu      sync.Mutex
 	table   map[int]*uringEntry
+	rearms  []uringRearm // requests over, to be submitted again by Select
 	nextGen uint32
 	blocked bool
+	epoch   uint64 // harvests so far; see uringEntry.epoch
 
 	// Owned by the goroutine in Select; in the heap, so the kernel may be
 	// given their addresses (the collector never moves a heap object).
@@ -118,6 +120,16 @@ type uringEntry struct {
 	mode     Mode
 	gen      uint32
 	armed    bool
+	rearm    bool   // queued in uringSelector.rearms
+	epoch    uint64 // the harvest that last reported it, at events[slot]
+	slot     int
+}
+
+// uringRearm is a registration whose request is over and that Select
+// submits again (a Level re-arm, or a multishot poll that ended).
+type uringRearm struct {
+	fd int
+	e  *uringEntry
 }
 
 // Internal user_data tags; bit 63 is never set in a registration's.
@@ -278,6 +290,7 @@ func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) e
 		return err
 	}
 	s.disarmLocked(fd, e)
+	e.rearm = false
 	e.key, e.interest, e.mode = key, interest, mode
 	if err := s.armLocked(fd, e); err != nil {
 		return err
@@ -302,6 +315,7 @@ func (s *uringSelector) Delete(fd int) error {
 		return err
 	}
 	s.disarmLocked(fd, e)
+	e.rearm = false
 	delete(s.table, fd)
 	if err := s.submitLocked(); err != nil {
 		return err

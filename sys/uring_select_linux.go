@@ -36,6 +36,9 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 	}
 	dl := newDeadline(timeout)
 	for {
+		if err := s.flushRearms(); err != nil {
+			return 0, false, err
+		}
 		if s.ring.sqPending() > 0 || s.ring.cqOverflow() {
 			if err := s.enterWait(0, 0); err != nil {
 				return 0, false, err
@@ -58,6 +61,37 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		// Loop: read what the wait brought. Stale completions, a wake-up
 		// of the wait by a signal or the end of the timeout leave out at
 		// 0, and the loop waits again for the time that is left, if any.
+	}
+}
+
+// flushRearms queues the requests of the registrations whose request is
+// over. They wait in a list of their own, not in the SQ, until the Select
+// that is about to enter the kernel: a Level registration's single-shot
+// poll completes with what the descriptor has at the moment it is armed,
+// and armed by some other submission (Delete's, say) it would report a
+// state that the caller may have changed before this Select.
+func (s *uringSelector) flushRearms() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.rearms {
+		if r.e.rearm && s.table[r.fd] == r.e {
+			if err := s.rearmLocked(r.fd, r.e); err != nil {
+				s.rearms = append(s.rearms[:0], s.rearms[i:]...)
+				return err
+			}
+			r.e.rearm = false
+		}
+		s.rearms[i] = uringRearm{}
+	}
+	s.rearms = s.rearms[:0]
+	return nil
+}
+
+// rearmLaterLocked puts e in the list flushRearms submits.
+func (s *uringSelector) rearmLaterLocked(fd int, e *uringEntry) {
+	if !e.rearm {
+		e.rearm = true
+		s.rearms = append(s.rearms, uringRearm{fd, e})
 	}
 }
 
@@ -106,6 +140,7 @@ func (s *uringSelector) harvest(events []Event) (out int, woken bool, err error)
 		return 0, false, nil
 	}
 	s.mu.Lock()
+	s.epoch++
 	for ; head != tail && out < len(events); head++ {
 		c := r.cqes[head&r.cqMask]
 		switch c.userData {
@@ -117,12 +152,7 @@ func (s *uringSelector) harvest(events []Event) (out int, woken bool, err error)
 			}
 		case uringTagIgnore:
 		default:
-			var ev Event
-			var ok bool
-			if ev, ok, err = s.completeLocked(c); ok {
-				events[out] = ev
-				out++
-			}
+			out = s.completeLocked(c, events, out)
 		}
 		if err != nil {
 			head++
@@ -138,35 +168,41 @@ func (s *uringSelector) harvest(events []Event) (out int, woken bool, err error)
 }
 
 // completeLocked applies one completion of a registration's poll request
-// to its entry and reports whether it is an event for the caller.
-func (s *uringSelector) completeLocked(c uringCQE) (Event, bool, error) {
+// to its entry and, if it is an event for the caller, puts it in events
+// (out of them used so far): one event per registration per Select, as
+// epoll gives, so a second completion for the same registration in this
+// harvest adds its bits to the first's event. It returns the new out.
+func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int {
 	fd, gen := int(uint32(c.userData)), uint32(c.userData>>32)
 	e, ok := s.table[fd]
 	if !ok || e.gen != gen || !e.armed {
-		return Event{}, false, nil // removed or replaced since: stale
+		return out // removed or replaced since: stale
 	}
-	if c.flags&uringCQEFMore != 0 {
-		return Event{Key: e.key, Ready: uringReady(uint32(c.res))}, c.res > 0, nil
-	}
-	// The request is over (see "Multishot ends" for why one may end).
-	e.armed = false
-	if c.res < 0 {
-		if c.res != -int32(unix.ECANCELED) {
+	if c.flags&uringCQEFMore == 0 {
+		// The request is over (see "Multishot ends" for why one may end).
+		e.armed = false
+		switch {
+		case c.res < 0 && c.res != -int32(unix.ECANCELED):
 			// The kernel refused to watch it (the descriptor was closed
 			// before the request reached the kernel: EBADF). Leave it
 			// disarmed until Modify or Delete, silently, as the poll(2)
 			// backend treats POLLNVAL.
-			return Event{}, false, nil
-		}
-		if e.mode&Oneshot != 0 {
-			// Cancelled before it fired: it has not had its one event.
-			return Event{}, false, s.rearmLocked(fd, e)
-		}
-	}
-	if e.mode&Oneshot == 0 {
-		if err := s.rearmLocked(fd, e); err != nil {
-			return Event{}, false, err
+			return out
+		case c.res < 0 || e.mode&Oneshot == 0:
+			// Cancelled (its thread exited) before a oneshot fired, or a
+			// Level or Edge registration that goes on.
+			s.rearmLaterLocked(fd, e)
 		}
 	}
-	return Event{Key: e.key, Ready: uringReady(uint32(c.res))}, c.res > 0, nil
+	if c.res <= 0 {
+		return out
+	}
+	ready := uringReady(uint32(c.res))
+	if e.epoch == s.epoch {
+		events[e.slot].Ready |= ready
+		return out
+	}
+	e.epoch, e.slot = s.epoch, out
+	events[out] = Event{Key: e.key, Ready: ready}
+	return out + 1
 }
