@@ -184,8 +184,12 @@ func uringUsable() bool {
 	return uringProbe.err == nil
 }
 
-func openUring(Options) (Selector, error) {
-	r, owner, err := setupOwnedUring(uringSQEntries, uringCQEntries)
+func openUring(Options) (Selector, error) { return openUringSized(uringSQEntries, uringCQEntries) }
+
+// openUringSized opens a uring selector with rings of the given sizes (the
+// tests use small ones to make the CQ overflow).
+func openUringSized(sq, cq uint32) (Selector, error) {
+	r, owner, err := setupOwnedUring(sq, cq)
 	if err != nil {
 		if uringRefused(err) {
 			return nil, fmt.Errorf("%w: io_uring: %w", ErrBackendUnavailable, err)

@@ -44,9 +44,12 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 				return 0, false, err
 			}
 		}
-		out, woken, err := s.harvest(events)
+		out, woken, again, err := s.harvest(events)
 		if err != nil || out > 0 || woken {
 			return out, woken, err
+		}
+		if again {
+			continue // requests ended without an event: submit them again first
 		}
 		left := dl.remaining()
 		if left == 0 {
@@ -132,12 +135,13 @@ func (s *uringSelector) enterWait(min uint32, timeout time.Duration) error {
 // harvest turns the completions in the CQ ring into at most len(events)
 // events. Completions left over stay in the ring for the next Select (a
 // CQE, unlike an epoll event, is not lost for lack of room).
-func (s *uringSelector) harvest(events []Event) (out int, woken bool, err error) {
+// again reports requests to submit again (flushRearms) before waiting.
+func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err error) {
 	r := s.ring
 	head := atomic.LoadUint32(r.cqHead)
 	tail := atomic.LoadUint32(r.cqTail) // invariant 4: before the CQEs
 	if head == tail {
-		return 0, false, nil
+		return 0, false, false, nil
 	}
 	s.mu.Lock()
 	s.epoch++
@@ -159,12 +163,13 @@ func (s *uringSelector) harvest(events []Event) (out int, woken bool, err error)
 			break
 		}
 	}
+	again = len(s.rearms) > 0
 	s.mu.Unlock()
 	atomic.StoreUint32(r.cqHead, head) // invariant 3: the slots go back
 	if woken {
 		s.gate.reset()
 	}
-	return out, woken, err
+	return out, woken, again, err
 }
 
 // completeLocked applies one completion of a registration's poll request
