@@ -10,9 +10,11 @@ import (
 
 // Config tunes a Poll. The zero value is valid and means the defaults.
 type Config struct {
-	// Backend selects the OS mechanism: "epoll", "kqueue" or "poll". Empty
-	// means the UNIPOLL_BACKEND environment variable (EnvBackend), or else
-	// the best one the OS has.
+	// Backend selects the OS mechanism: "epoll", "kqueue", "poll" or
+	// "uring" (io_uring, Linux 5.13+; never the default, and where the
+	// kernel refuses it NewWithConfig fails with sys.ErrBackendUnavailable).
+	// Empty means the UNIPOLL_BACKEND environment variable (EnvBackend), or
+	// else the best one the OS has.
 	Backend string
 	// WheelTick is the resolution of delayed readiness: a delay fires no
 	// earlier than asked and at most one tick late. Default 1ms.

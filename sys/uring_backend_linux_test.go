@@ -4,6 +4,8 @@ package sys
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -168,4 +170,28 @@ func TestUringSubMillisecondTimeout(t *testing.T) {
 		best = min(best, took)
 	}
 	require.Less(t, best, 800*time.Microsecond, "no wait of %v took less than 800µs", timeout)
+}
+
+// A file without a poll method is refused with EPERM, as epoll refuses
+// it, and one with a poll method of an uncommon type is taken.
+func TestUringUnwatchableFiles(t *testing.T) {
+	s := openUringOrSkip(t, uringSQEntries, uringCQEntries)
+	f, err := os.Create(filepath.Join(t.TempDir(), "regular"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = null.Close() })
+	for _, fd := range []int{int(f.Fd()), int(null.Fd())} {
+		require.ErrorIs(t, s.Add(fd, 1, Readable, Edge), unix.EPERM)
+		require.ErrorIs(t, s.Delete(fd), unix.ENOENT)
+	}
+	// /dev/ptmx is a character device with a poll method.
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no /dev/ptmx: %v", err)
+	}
+	t.Cleanup(func() { _ = ptmx.Close() })
+	require.NoError(t, s.Add(int(ptmx.Fd()), 1, Writable, Edge))
+	require.NoError(t, s.Delete(int(ptmx.Fd())))
 }

@@ -225,19 +225,28 @@ func (s *uringSelector) Counters() Counters {
 }
 
 // checkWatchable answers for fd as epoll_ctl would: EBADF if it is not
-// open, EPERM for a regular file or a directory. A poll request on a file
-// without a poll method would complete at once, always ready, where epoll
-// refuses it; the file types are the ones that have none.
+// open, EPERM if its file has no poll method (regular files, directories,
+// some devices). A poll request on such a file would complete at once,
+// always ready, and a multishot one would end at once, over and over. A
+// socket, a pipe or an anonymous file (eventfd, timerfd, signalfd, pidfd)
+// always has one; any other file is asked about by a throwaway epoll
+// instance, the one authority on it, at the price of three system calls
+// for an uncommon kind of descriptor.
 func checkWatchable(fd int) error {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return err
 	}
 	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG, unix.S_IFDIR:
-		return unix.EPERM
+	case unix.S_IFSOCK, unix.S_IFIFO, 0:
+		return nil
 	}
-	return nil
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(epfd)
+	return ignoringEINTR(func() error { return unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{}) })
 }
 
 func (s *uringSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
