@@ -1,0 +1,226 @@
+//go:build linux
+
+package sys
+
+import (
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Registrations on the io_uring backend: Add, Modify, Delete and Rearm,
+// and the queueing of their requests. See uringSelector for the invariants
+// (who is armed, what is queued, when it is submitted).
+
+// checkWatchable answers for fd as epoll_ctl would: EBADF if it is not
+// open, EPERM if its file has no poll method (regular files, directories,
+// some devices). A poll request on such a file would complete at once,
+// always ready, and a multishot one would end at once, over and over. A
+// socket, a pipe or an anonymous file (eventfd, timerfd, signalfd, pidfd)
+// always has one; any other file is asked about by a throwaway epoll
+// instance, the one authority on it, at the price of three system calls
+// for an uncommon kind of descriptor.
+func checkWatchable(fd int) error {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFSOCK, unix.S_IFIFO, 0:
+		return nil
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(epfd)
+	return ignoringEINTR(func() error { return unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{}) })
+}
+
+func (s *uringSelector) Add(fd int, key uint64, interest uint32, mode Mode) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("io_uring(add)", err)
+	}
+	if fd < 0 {
+		return os.NewSyscallError("io_uring(add)", unix.EBADF)
+	}
+	if err := checkWatchable(fd); err != nil {
+		return os.NewSyscallError("io_uring(add)", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if _, ok := s.table[fd]; ok {
+		return os.NewSyscallError("io_uring(add)", unix.EEXIST)
+	}
+	e := &uringEntry{key: key, interest: interest, mode: mode}
+	if err := s.armLocked(fd, e); err != nil {
+		return err
+	}
+	s.table[fd] = e
+	return s.submitIfBlockedLocked()
+}
+
+func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkKey(key); err != nil {
+		return os.NewSyscallError("io_uring(modify)", err)
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("io_uring(modify)", unix.EBADF)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	e, ok := s.table[fd]
+	if !ok {
+		return os.NewSyscallError("io_uring(modify)", unix.ENOENT)
+	}
+	// Room for both SQEs first, so that a failure leaves the entry as it
+	// was (the contract's failed Modify).
+	if err := s.roomLocked(2); err != nil {
+		return err
+	}
+	s.disarmLocked(fd, e)
+	e.rearm = false
+	e.key, e.interest, e.mode = key, interest, mode
+	if err := s.armLocked(fd, e); err != nil {
+		return err
+	}
+	return s.submitIfBlockedLocked()
+}
+
+// Delete removes fd's entry and submits the removal of its request at
+// once. Like epoll_ctl, it answers EBADF for a descriptor that is no longer
+// open, after removing its entry if it had one.
+func (s *uringSelector) Delete(fd int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	e, ok := s.table[fd]
+	if !ok {
+		return missing("io_uring(delete)", fd)
+	}
+	if err := s.roomLocked(1); err != nil {
+		return err
+	}
+	s.disarmLocked(fd, e)
+	e.rearm = false
+	delete(s.table, fd)
+	if err := s.submitLocked(); err != nil {
+		return err
+	}
+	if !fdOpen(fd) {
+		return os.NewSyscallError("io_uring(delete)", unix.EBADF)
+	}
+	return nil
+}
+
+// Rearm does nothing: a multishot poll makes each new arrival an edge by
+// itself.
+func (s *uringSelector) Rearm(int, uint32) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// armLocked gives e a new generation and queues its poll request.
+func (s *uringSelector) armLocked(fd int, e *uringEntry) error {
+	s.nextGen = (s.nextGen + 1) & (1<<31 - 1)
+	if s.nextGen == 0 {
+		s.nextGen = 1
+	}
+	e.gen = s.nextGen
+	return s.rearmLocked(fd, e)
+}
+
+// rearmLocked queues e's poll request at its current generation.
+func (s *uringSelector) rearmLocked(fd int, e *uringEntry) error {
+	sqe := uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: uringPollEvents(e.interest),
+		userData: uringUserData(fd, e.gen)}
+	if e.mode&(Edge|Oneshot) == Edge {
+		sqe.len = uringPollAddMulti
+	}
+	if err := s.queueLocked(sqe); err != nil {
+		return err
+	}
+	e.armed = true
+	return nil
+}
+
+// disarmLocked queues the removal of e's request, if it has one. The
+// caller made room for it (roomLocked), so it cannot fail.
+func (s *uringSelector) disarmLocked(fd int, e *uringEntry) {
+	if e.armed {
+		s.ring.push(uringSQE{opcode: uringOpPollRemove, fd: -1, addr: uringUserData(fd, e.gen), userData: uringTagIgnore})
+		e.armed = false
+	}
+}
+
+// queueLocked puts one SQE in the SQ, first submitting what is there if
+// the SQ is full.
+func (s *uringSelector) queueLocked(e uringSQE) error {
+	if err := s.roomLocked(1); err != nil {
+		return err
+	}
+	s.ring.push(e)
+	return nil
+}
+
+// roomLocked makes sure n SQ slots are free, submitting the queue if not.
+func (s *uringSelector) roomLocked(n uint32) error {
+	if s.ring.sqSize-(s.ring.tail-atomic.LoadUint32(s.ring.sqHead)) >= n {
+		return nil
+	}
+	if err := s.submitLocked(); err != nil {
+		return err
+	}
+	if s.ring.sqSize-(s.ring.tail-atomic.LoadUint32(s.ring.sqHead)) < n {
+		return os.NewSyscallError("io_uring_enter", unix.EAGAIN)
+	}
+	return nil
+}
+
+func (s *uringSelector) submitIfBlockedLocked() error {
+	if !s.blocked {
+		return nil // the next Select submits it
+	}
+	return s.submitLocked()
+}
+
+// submitLocked hands every queued SQE to the kernel, without waiting for
+// anything. EBUSY and EAGAIN (the kernel is short of completion room or
+// memory) leave the rest queued for the next Select, whose harvest makes
+// room.
+func (s *uringSelector) submitLocked() error {
+	for {
+		pending := s.ring.sqPending()
+		if pending == 0 {
+			return nil
+		}
+		n, errno := s.ring.enter(pending, 0, 0, nil, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EBUSY || errno == unix.EAGAIN:
+			return nil
+		case errno != 0:
+			return os.NewSyscallError("io_uring_enter", errno)
+		case n == 0:
+			return nil
+		}
+	}
+}
