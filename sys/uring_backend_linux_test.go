@@ -83,7 +83,9 @@ func TestUringSelectReadsRingWithoutSyscall(t *testing.T) {
 
 // A CQ too small for the wake-ups between two Selects ends multishot polls
 // (the kernel cannot post their completions); Select re-arms each, so every
-// descriptor is reported, and again on its next edge.
+// descriptor is reported, and again on its next edge. A second write before
+// the drain keeps every descriptor ready and quiet while the CQ overflows:
+// the re-armed requests must not spin on it.
 func TestUringMultishotEndsRearmed(t *testing.T) {
 	s := openUringOrSkip(t, 4, 8)
 	const n = 32
@@ -97,6 +99,7 @@ func TestUringMultishotEndsRearmed(t *testing.T) {
 		for _, p := range pairs {
 			writeByte(t, p.b)
 		}
+
 		seen := map[uint64]bool{}
 		limit := time.Now().Add(5 * time.Second)
 		for len(seen) < n && time.Now().Before(limit) {
@@ -106,10 +109,33 @@ func TestUringMultishotEndsRearmed(t *testing.T) {
 			}
 		}
 		require.Len(t, seen, n, "round %d: descriptors reported", round)
-		for _, p := range pairs {
-			drainFd(t, p.a)
+		if round == 0 {
+			for _, p := range pairs {
+				drainFd(t, p.a)
+				require.NoError(t, s.Rearm(p.a, Readable)) // emulated edge
+			}
 		}
 	}
+	// All quiet and all readable, more of them than the CQ holds: nothing
+	// to report, and no spinning on requests that end and are re-armed.
+	for _, p := range pairs {
+		writeByte(t, p.b)
+	}
+	waits := s.Counters().Waits
+	require.Empty(t, selectEvents(t, s, 8, 100*time.Millisecond))
+	require.LessOrEqual(t, s.Counters().Waits-waits, uint64(20), "Select spun on quiet descriptors")
+	// Re-armed, each is reported: what arrived while it was quiet is there.
+	for _, p := range pairs {
+		require.NoError(t, s.Rearm(p.a, Readable))
+	}
+	seen := map[uint64]bool{}
+	limit := time.Now().Add(5 * time.Second)
+	for len(seen) < n && time.Now().Before(limit) {
+		for _, ev := range selectEvents(t, s, 8, time.Until(limit)) {
+			seen[ev.Key] = true
+		}
+	}
+	require.Len(t, seen, n, "descriptors reported after Rearm")
 }
 
 // io_uring runs a request's completion work on the thread that submitted

@@ -35,9 +35,21 @@ const (
 // multishot (IORING_POLL_ADD_MULTI), which posts a completion on every
 // wake-up of the file that matches its events and stays armed. Both are
 // triggered by wake-ups (the kernel sets EPOLLET on them), and both
-// complete at once if the file is ready when they are armed. So:
-//   - Edge is a multishot poll: a completion per new arrival, as EPOLLET
-//     gives. Edges are native (Traits.NativeEdge): Rearm does nothing.
+// complete at once if the file is ready when they are armed. A completion
+// caused by a wake-up carries only what that wake-up announced (a read
+// wake-up says POLLIN, not that the socket is also writable), unlike
+// epoll, which looks at the whole state when it reports. So:
+//   - Edge is emulated (Traits.NativeEdge is false), exactly as on the
+//     poll(2) backend: a reported condition is quiet until Rearm (the
+//     caller's EAGAIN) or Modify, and an event may leave out a quiet
+//     condition, which the contract allows an emulated edge. The request
+//     is multishot: what the kernel announces for a quiet condition is
+//     held, not reported, and Rearm makes held conditions due (reported
+//     by the next Select). A request submitted again (see "Multishot
+//     ends") asks only for what is not quiet; Rearm of a condition it does
+//     not ask for replaces it, and its first look reports what is there.
+//     A lasting hang-up or error is reported once (it makes no new
+//     wake-up), so nothing rests (Traits.RestLatency is 0).
 //   - Level is a single-shot poll, submitted again after each completion
 //     (batched, with the next Select's io_uring_enter): armed afresh on a
 //     ready file it completes during that very enter, so a ready
@@ -84,9 +96,12 @@ const (
 //     ignored.
 //   - The waker is an eventfd with a multishot poll of its own: Wake's
 //     write is a wake-up, so a completion, and the eventfd is never drained
-//     (the epoll backend's edge waker, wakeEdge). Select resets the gate
-//     when it has seen the waker's completion; no change of registrations
-//     ever needs a nudge, so woken is only ever a Wake.
+//     (the epoll backend's edge waker, wakeEdge). Registrations take
+//     effect without waking a blocked Select (they submit themselves); only
+//     a Rearm that makes a held condition due nudges it. wakeCalled tells
+//     a Wake from a nudge, as on the poll(2) backend: Wake sets it before
+//     wakeGate.begin; Select, when it sees the waker's completion, resets
+//     the gate and then swaps the flag to false.
 //   - closed is set once, by Close, with both closeMu (held for writing:
 //     Wake's eventfd write holds it for reading) and mu (the registration
 //     calls check closed under it) held, so no system call reaches a
@@ -100,12 +115,15 @@ type uringSelector struct {
 	closed  atomic.Bool
 	closeMu sync.RWMutex
 
-	mu      sync.Mutex
-	table   map[int]*uringEntry
-	rearms  []uringRearm // requests over, to be submitted again by Select
-	nextGen uint32
-	blocked bool
-	epoch   uint64 // harvests so far; see uringEntry.epoch
+	wakeCalled atomic.Bool
+
+	mu        sync.Mutex
+	table     map[int]*uringEntry
+	resubmits []uringResubmit // requests over, to be submitted again by Select
+	due       []uringResubmit // emulated edges made due again by Rearm
+	nextGen   uint32
+	blocked   bool
+	epoch     uint64 // harvests so far; see uringEntry.epoch
 
 	// Owned by the goroutine in Select; in the heap, so the kernel may be
 	// given their addresses (the collector never moves a heap object).
@@ -120,14 +138,26 @@ type uringEntry struct {
 	mode     Mode
 	gen      uint32
 	armed    bool
-	rearm    bool   // queued in uringSelector.rearms
+	mask     uint32 // the interest the request in the kernel asks for
+	resubmit bool   // queued in uringSelector.resubmits
 	epoch    uint64 // the harvest that last reported it, at events[slot]
 	slot     int
+	// Emulated edge (Edge without Oneshot), as the poll(2) backend has it.
+	quiet    uint32 // conditions reported, not re-armed since (Rearm)
+	reported uint32 // the lasting Error|Hup already reported
+	held     uint32 // quiet conditions the kernel announced again meanwhile
+	due      uint32 // held conditions that Rearm made due: in uringSelector.due
 }
 
-// uringRearm is a registration whose request is over and that Select
-// submits again (a Level re-arm, or a multishot poll that ended).
-type uringRearm struct {
+// emulatedEdge reports whether the entry's edges are emulated (Edge
+// without Oneshot; an oneshot registration is disarmed after one event
+// instead).
+func (e *uringEntry) emulatedEdge() bool { return e.mode&(Edge|Oneshot) == Edge }
+
+// uringResubmit is a registration whose request is over and that Select
+// submits again (a Level re-arm, or a multishot poll that ended), or whose
+// held conditions Rearm made due.
+type uringResubmit struct {
 	fd int
 	e  *uringEntry
 }
@@ -218,7 +248,7 @@ func openUringSized(sq, cq uint32) (Selector, error) {
 
 func (s *uringSelector) Name() string { return BackendUring }
 
-func (s *uringSelector) Traits() Traits { return Traits{NativeEdge: true} }
+func (s *uringSelector) Traits() Traits { return Traits{} }
 
 func (s *uringSelector) Counters() Counters {
 	return Counters{WakerWrites: s.gate.writes.Load(), Waits: s.waits.Load()}
@@ -226,9 +256,26 @@ func (s *uringSelector) Counters() Counters {
 
 // Wake writes the eventfd, whose multishot poll completes on every write.
 func (s *uringSelector) Wake() error {
+	if s.closed.Load() {
+		return nil
+	}
+	s.wakeCalled.Store(true)
 	if !s.gate.begin() {
 		return nil
 	}
+	return s.writeWaker()
+}
+
+// nudge wakes a blocked Select without making it report woken (Rearm made
+// a held condition due). It shares the gate with Wake.
+func (s *uringSelector) nudge() {
+	if s.gate.begin() {
+		_ = s.writeWaker()
+	}
+}
+
+// writeWaker performs the write that wakeGate.begin granted.
+func (s *uringSelector) writeWaker() error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed.Load() {

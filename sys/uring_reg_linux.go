@@ -92,7 +92,8 @@ func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) e
 		return err
 	}
 	s.disarmLocked(fd, e)
-	e.rearm = false
+	e.resubmit = false
+	e.quiet, e.reported, e.held, e.due = 0, 0, 0, 0
 	e.key, e.interest, e.mode = key, interest, mode
 	if err := s.armLocked(fd, e); err != nil {
 		return err
@@ -117,7 +118,7 @@ func (s *uringSelector) Delete(fd int) error {
 		return err
 	}
 	s.disarmLocked(fd, e)
-	e.rearm = false
+	e.resubmit, e.due = false, 0
 	delete(s.table, fd)
 	if err := s.submitLocked(); err != nil {
 		return err
@@ -128,11 +129,49 @@ func (s *uringSelector) Delete(fd int) error {
 	return nil
 }
 
-// Rearm does nothing: a multishot poll makes each new arrival an edge by
-// itself.
-func (s *uringSelector) Rearm(int, uint32) error {
+// Rearm ends the quiet of the conditions in ready. Those the kernel
+// announced while they were quiet (held) are due: the next Select reports
+// them (a blocked one is nudged), without asking the kernel again, so the
+// report may be spurious if the caller consumed what was announced before
+// its EAGAIN. It costs a lock and a map lookup.
+func (s *uringSelector) Rearm(fd int, ready uint32) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	s.mu.Lock()
+	e, ok := s.table[fd]
+	if !ok {
+		s.mu.Unlock()
+		return missing("io_uring(rearm)", fd)
+	}
+	bits := e.quiet & ready
+	e.quiet &^= bits
+	due := e.held & bits
+	e.held &^= bits
+	if bits&^e.mask != 0 && e.armed {
+		// The request in the kernel does not ask for them: replace it
+		// (a new generation), and its first look reports what is there.
+		defer s.mu.Unlock()
+		if err := s.roomLocked(2); err != nil {
+			return err
+		}
+		s.disarmLocked(fd, e)
+		if err := s.armLocked(fd, e); err != nil {
+			return err
+		}
+		return s.submitIfBlockedLocked()
+	}
+	nudge := false
+	if due != 0 {
+		if e.due == 0 {
+			s.due = append(s.due, uringResubmit{fd, e})
+		}
+		e.due |= due
+		nudge = s.blocked
+	}
+	s.mu.Unlock()
+	if nudge {
+		s.nudge()
 	}
 	return nil
 }
@@ -144,20 +183,27 @@ func (s *uringSelector) armLocked(fd int, e *uringEntry) error {
 		s.nextGen = 1
 	}
 	e.gen = s.nextGen
-	return s.rearmLocked(fd, e)
+	return s.pollLocked(fd, e)
 }
 
-// rearmLocked queues e's poll request at its current generation.
-func (s *uringSelector) rearmLocked(fd int, e *uringEntry) error {
-	sqe := uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: uringPollEvents(e.interest),
+// pollLocked queues e's poll request at its current generation.
+// An emulated edge's request asks only for what is not quiet (as the
+// poll(2) backend's pollfd does), so that a quiet condition that lasts
+// does not complete it at once each time it is submitted again.
+func (s *uringSelector) pollLocked(fd int, e *uringEntry) error {
+	mask := e.interest
+	if e.emulatedEdge() {
+		mask &^= e.quiet
+	}
+	sqe := uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: uringPollEvents(mask),
 		userData: uringUserData(fd, e.gen)}
-	if e.mode&(Edge|Oneshot) == Edge {
+	if e.emulatedEdge() {
 		sqe.len = uringPollAddMulti
 	}
 	if err := s.queueLocked(sqe); err != nil {
 		return err
 	}
-	e.armed = true
+	e.armed, e.mask = true, mask
 	return nil
 }
 

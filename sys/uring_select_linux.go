@@ -35,8 +35,9 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		return 0, false, ErrClosed
 	}
 	dl := newDeadline(timeout)
+	resubmitted := false
 	for {
-		if err := s.flushRearms(); err != nil {
+		if err := s.flushResubmits(); err != nil {
 			return 0, false, err
 		}
 		if s.ring.sqPending() > 0 || s.ring.cqOverflow() {
@@ -48,8 +49,15 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		if err != nil || out > 0 || woken {
 			return out, woken, err
 		}
-		if again {
-			continue // requests ended without an event: submit them again first
+		if again && !resubmitted {
+			// Requests ended without an event: submit them again and look
+			// once more before waiting (the wait would submit them too,
+			// but a look first keeps a zero timeout exact).
+			resubmitted = true
+			continue
+		}
+		if err := s.flushResubmits(); err != nil {
+			return 0, false, err
 		}
 		left := dl.remaining()
 		if left == 0 {
@@ -67,34 +75,34 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 	}
 }
 
-// flushRearms queues the requests of the registrations whose request is
+// flushResubmits queues the requests of the registrations whose request is
 // over. They wait in a list of their own, not in the SQ, until the Select
 // that is about to enter the kernel: a Level registration's single-shot
 // poll completes with what the descriptor has at the moment it is armed,
 // and armed by some other submission (Delete's, say) it would report a
 // state that the caller may have changed before this Select.
-func (s *uringSelector) flushRearms() error {
+func (s *uringSelector) flushResubmits() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, r := range s.rearms {
-		if r.e.rearm && s.table[r.fd] == r.e {
-			if err := s.rearmLocked(r.fd, r.e); err != nil {
-				s.rearms = append(s.rearms[:0], s.rearms[i:]...)
+	for i, r := range s.resubmits {
+		if r.e.resubmit && s.table[r.fd] == r.e {
+			if err := s.pollLocked(r.fd, r.e); err != nil {
+				s.resubmits = append(s.resubmits[:0], s.resubmits[i:]...)
 				return err
 			}
-			r.e.rearm = false
+			r.e.resubmit = false
 		}
-		s.rearms[i] = uringRearm{}
+		s.resubmits[i] = uringResubmit{}
 	}
-	s.rearms = s.rearms[:0]
+	s.resubmits = s.resubmits[:0]
 	return nil
 }
 
-// rearmLaterLocked puts e in the list flushRearms submits.
-func (s *uringSelector) rearmLaterLocked(fd int, e *uringEntry) {
-	if !e.rearm {
-		e.rearm = true
-		s.rearms = append(s.rearms, uringRearm{fd, e})
+// resubmitLaterLocked puts e in the list flushResubmits submits.
+func (s *uringSelector) resubmitLaterLocked(fd int, e *uringEntry) {
+	if !e.resubmit {
+		e.resubmit = true
+		s.resubmits = append(s.resubmits, uringResubmit{fd, e})
 	}
 }
 
@@ -135,21 +143,23 @@ func (s *uringSelector) enterWait(min uint32, timeout time.Duration) error {
 // harvest turns the completions in the CQ ring into at most len(events)
 // events. Completions left over stay in the ring for the next Select (a
 // CQE, unlike an epoll event, is not lost for lack of room).
-// again reports requests to submit again (flushRearms) before waiting.
+// again reports requests to submit again (flushResubmits) before waiting.
 func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err error) {
 	r := s.ring
 	head := atomic.LoadUint32(r.cqHead)
 	tail := atomic.LoadUint32(r.cqTail) // invariant 4: before the CQEs
-	if head == tail {
+	if head == tail && !s.anyDue() {
 		return 0, false, false, nil
 	}
 	s.mu.Lock()
 	s.epoch++
+	out = s.dueLocked(events)
+	fired := false
 	for ; head != tail && out < len(events); head++ {
 		c := r.cqes[head&r.cqMask]
 		switch c.userData {
 		case uringTagWaker:
-			woken = true
+			fired = true
 			if c.flags&uringCQEFMore == 0 {
 				err = s.queueLocked(uringSQE{opcode: uringOpPollAdd, fd: int32(s.waker.fd()),
 					opFlags: uringPollEvents(Readable), len: uringPollAddMulti, userData: uringTagWaker})
@@ -163,11 +173,15 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 			break
 		}
 	}
-	again = len(s.rearms) > 0
+	again = len(s.resubmits) > 0
 	s.mu.Unlock()
 	atomic.StoreUint32(r.cqHead, head) // invariant 3: the slots go back
-	if woken {
+	if fired {
+		// The gate first, then the flag (the poll(2) backend's order): a
+		// Wake whose begin found the gate pending set the flag before
+		// this reset, and is reported now; a later one writes again.
 		s.gate.reset()
+		woken = s.wakeCalled.Swap(false)
 	}
 	return out, woken, again, err
 }
@@ -196,13 +210,29 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 		case c.res < 0 || e.mode&Oneshot == 0:
 			// Cancelled (its thread exited) before a oneshot fired, or a
 			// Level or Edge registration that goes on.
-			s.rearmLaterLocked(fd, e)
+			s.resubmitLaterLocked(fd, e)
 		}
 	}
 	if c.res <= 0 {
 		return out
 	}
 	ready := uringReady(uint32(c.res))
+	if e.emulatedEdge() {
+		if ready&^(e.quiet|e.reported) == 0 {
+			// Nothing new: hold what was announced again while quiet,
+			// for the caller's Rearm.
+			e.held |= ready & e.quiet
+			return out
+		}
+		e.quiet |= ready & (Readable | Writable | Priority)
+		e.reported |= ready & (Error | Hup)
+	}
+	return s.reportLocked(e, ready, events, out)
+}
+
+// reportLocked puts e's event in events, or adds ready to the event it
+// already has in this harvest, and returns the new out.
+func (s *uringSelector) reportLocked(e *uringEntry, ready uint32, events []Event, out int) int {
 	if e.epoch == s.epoch {
 		events[e.slot].Ready |= ready
 		return out
@@ -210,4 +240,36 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 	e.epoch, e.slot = s.epoch, out
 	events[out] = Event{Key: e.key, Ready: ready}
 	return out + 1
+}
+
+// anyDue reports whether Rearm made conditions due. Called without mu by
+// the goroutine in Select; a racing Rearm nudges it (it is blocked) or is
+// seen by its next harvest.
+func (s *uringSelector) anyDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.due) > 0
+}
+
+// dueLocked reports the conditions that Rearm made due (they become quiet
+// again, as a reported condition does) and returns how many events it
+// filled. Entries it has no room for stay due.
+func (s *uringSelector) dueLocked(events []Event) int {
+	out, keep := 0, s.due[:0]
+	for _, d := range s.due {
+		e := d.e
+		if e.due == 0 || s.table[d.fd] != e {
+			continue // Modified or Deleted since
+		}
+		if out == len(events) {
+			keep = append(keep, d)
+			continue
+		}
+		e.quiet |= e.due
+		out = s.reportLocked(e, e.due, events, out)
+		e.due = 0
+	}
+	clear(s.due[len(keep):])
+	s.due = keep
+	return out
 }
