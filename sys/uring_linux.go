@@ -44,8 +44,8 @@ const (
 //     caller's EAGAIN) or Modify, and an event may leave out a quiet
 //     condition, which the contract allows an emulated edge. The request
 //     is multishot: what the kernel announces for a quiet condition is
-//     held, not reported, and Rearm makes held conditions due (reported
-//     by the next Select). A request submitted again (see "Multishot
+//     held, not reported, and Rearm makes held conditions that are still
+//     there due (reported by the next Select). A request submitted again (see "Multishot
 //     ends") asks only for what is not quiet; Rearm of a condition it does
 //     not ask for replaces it, and its first look reports what is there.
 //     A lasting hang-up or error is reported once (it makes no new

@@ -130,10 +130,10 @@ func (s *uringSelector) Delete(fd int) error {
 }
 
 // Rearm ends the quiet of the conditions in ready. Those the kernel
-// announced while they were quiet (held) are due: the next Select reports
-// them (a blocked one is nudged), without asking the kernel again, so the
-// report may be spurious if the caller consumed what was announced before
-// its EAGAIN. It costs a lock and a map lookup.
+// announced while they were quiet (held) and that are still there (a
+// zero-timeout poll(2) says) are due: the next Select reports them (a
+// blocked one is nudged). It costs a lock and a map lookup, and the
+// poll(2) when something was held.
 func (s *uringSelector) Rearm(fd int, ready uint32) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -160,6 +160,12 @@ func (s *uringSelector) Rearm(fd int, ready uint32) error {
 			return err
 		}
 		return s.submitIfBlockedLocked()
+	}
+	if due != 0 {
+		// Held means announced, not still there: the caller's EAGAIN may
+		// have come after. Look, so that a due condition is a true one
+		// (one poll(2), only when something was held).
+		due &= pollNow(fd, e.interest)
 	}
 	nudge := false
 	if due != 0 {

@@ -153,7 +153,12 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 	}
 	s.mu.Lock()
 	s.epoch++
-	out = s.dueLocked(events)
+	// Due conditions and completions take turns at going first, so that
+	// neither starves the other when there is more than events holds.
+	dueFirst := s.epoch%2 == 0
+	if dueFirst {
+		out = s.dueLocked(events, 0)
+	}
 	fired := false
 	for ; head != tail && out < len(events); head++ {
 		c := r.cqes[head&r.cqMask]
@@ -172,6 +177,9 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 			head++
 			break
 		}
+	}
+	if !dueFirst {
+		out = s.dueLocked(events, out)
 	}
 	again = len(s.resubmits) > 0
 	s.mu.Unlock()
@@ -217,6 +225,18 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 		return out
 	}
 	ready := uringReady(uint32(c.res))
+	if missing := e.interest & (Readable | Writable | Priority) &^ e.quiet &^ ready; missing != 0 || ready&Error != 0 {
+		// The mask is what a wake-up announced, maybe not all that is
+		// there (a read wake-up does not say the socket is writable too),
+		// and an error it announced may have been taken since (a read
+		// returns it once). Where that matters, look at the whole state
+		// now, as epoll does when it reports: one poll(2), non-blocking.
+		// In a steady state (what was reported stays quiet until the
+		// caller's EAGAIN) this is rare.
+		if ready = pollNow(fd, e.interest); ready == 0 {
+			return out
+		}
+	}
 	if e.emulatedEdge() {
 		if ready&^(e.quiet|e.reported) == 0 {
 			// Nothing new: hold what was announced again while quiet,
@@ -252,10 +272,10 @@ func (s *uringSelector) anyDue() bool {
 }
 
 // dueLocked reports the conditions that Rearm made due (they become quiet
-// again, as a reported condition does) and returns how many events it
-// filled. Entries it has no room for stay due.
-func (s *uringSelector) dueLocked(events []Event) int {
-	out, keep := 0, s.due[:0]
+// again, as a reported condition does) in events after the out used, and
+// returns the new out. Entries it has no room for stay due, in order.
+func (s *uringSelector) dueLocked(events []Event, out int) int {
+	keep := s.due[:0]
 	for _, d := range s.due {
 		e := d.e
 		if e.due == 0 || s.table[d.fd] != e {
@@ -272,4 +292,21 @@ func (s *uringSelector) dueLocked(events []Event) int {
 	clear(s.due[len(keep):])
 	s.due = keep
 	return out
+}
+
+// pollNow is fd's readiness for interest now (plus hang-ups and errors),
+// from a zero-timeout poll(2); 0 if it has none or poll fails.
+func pollNow(fd int, interest uint32) uint32 {
+	p := [1]unix.PollFd{{Fd: int32(fd)}}
+	(&pollEntry{interest: interest}).fillEvents(&p[0])
+	for {
+		n, err := unix.Poll(p[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 || p[0].Revents&unix.POLLNVAL != 0 {
+			return 0
+		}
+		return pollReady(&p[0])
+	}
 }
