@@ -235,12 +235,6 @@ func (r *uringRing) cqOverflow() bool {
 	return atomic.LoadUint32(r.sqFlags)&uringSQCQOverflow != 0
 }
 
-// sqFull reports whether every SQ slot holds an entry the kernel has not
-// consumed (invariant 2). Called under mu.
-func (r *uringRing) sqFull() bool {
-	return r.tail-atomic.LoadUint32(r.sqHead) >= r.sqSize
-}
-
 // push writes e into the next free slot and publishes it (invariants 1, 2,
 // 4). The caller holds mu and has made sure the ring is not full.
 func (r *uringRing) push(e uringSQE) {
