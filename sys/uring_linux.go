@@ -68,9 +68,9 @@ const (
 //
 // Submissions. Add, Modify and the Level re-arms only queue their SQEs:
 // the next Select submits them with the io_uring_enter it waits with. A
-// change made while a Select is blocked (blocked, under mu) is submitted at
-// once by the goroutine that made it, so that it takes effect without
-// waking the Select. Delete always submits at once: a poll request holds a
+// change made while a Select is blocked (blocked, under mu) nudges it, so
+// that it submits the change from its own thread (unlockNudging says why)
+// and waits again. Delete always submits at once: a poll request holds a
 // reference to its file, and a descriptor closed after Delete must really
 // close (the peer sees the hang-up) without waiting for the next Select.
 // The same reference means a descriptor closed while still registered
@@ -96,9 +96,9 @@ const (
 //     ignored.
 //   - The waker is an eventfd with a multishot poll of its own: Wake's
 //     write is a wake-up, so a completion, and the eventfd is never drained
-//     (the epoll backend's edge waker, wakeEdge). Registrations take
-//     effect without waking a blocked Select (they submit themselves); only
-//     a Rearm that makes a held condition due nudges it. wakeCalled tells
+//     (the epoll backend's edge waker, wakeEdge). A change queued while
+//     a Select is blocked nudges it (Add, Modify, a Rearm that makes a
+//     held condition due or replaces a request). wakeCalled tells
 //     a Wake from a nudge, as on the poll(2) backend: Wake sets it before
 //     wakeGate.begin; Select, when it sees the waker's completion, resets
 //     the gate and then swaps the flag to false.
@@ -123,6 +123,7 @@ type uringSelector struct {
 	due       []uringResubmit // emulated edges made due again by Rearm
 	nextGen   uint32
 	blocked   bool
+	nudgeDue  bool   // a change queued while blocked: unlockNudging nudges
 	epoch     uint64 // harvests so far; see uringEntry.epoch
 
 	// Owned by the goroutine in Select; in the heap, so the kernel may be

@@ -52,7 +52,7 @@ func (s *uringSelector) Add(fd int, key uint64, interest uint32, mode Mode) erro
 		return os.NewSyscallError("io_uring(add)", err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockNudging()
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -78,7 +78,7 @@ func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) e
 		return os.NewSyscallError("io_uring(modify)", unix.EBADF)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockNudging()
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -151,7 +151,7 @@ func (s *uringSelector) Rearm(fd int, ready uint32) error {
 	if bits&^e.mask != 0 && e.armed {
 		// The request in the kernel does not ask for them: replace it
 		// (a new generation), and its first look reports what is there.
-		defer s.mu.Unlock()
+		defer s.unlockNudging()
 		if err := s.roomLocked(2); err != nil {
 			return err
 		}
@@ -247,10 +247,27 @@ func (s *uringSelector) roomLocked(n uint32) error {
 }
 
 func (s *uringSelector) submitIfBlockedLocked() error {
-	if !s.blocked {
-		return nil // the next Select submits it
+	if s.blocked {
+		s.nudgeDue = true
 	}
-	return s.submitLocked()
+	return nil // the next Select submits it
+}
+
+// unlockNudging unlocks mu and, if a change was queued while a Select is
+// blocked, nudges it (after unlocking: the nudge takes closeMu, which
+// Close takes before mu). The Select then submits the change from its own
+// thread: io_uring runs a request's completion work on the thread that
+// submitted it, so a request submitted by the Select's thread completes
+// while that thread waits or looks, and a Select that looks right after
+// the descriptor became ready sees it, as on epoll; submitted from another
+// thread, its completion would wait for that thread to be scheduled.
+func (s *uringSelector) unlockNudging() {
+	nudge := s.nudgeDue
+	s.nudgeDue = false
+	s.mu.Unlock()
+	if nudge {
+		s.nudge()
+	}
 }
 
 // submitLocked hands every queued SQE to the kernel, without waiting for

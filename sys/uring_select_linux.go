@@ -225,11 +225,12 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 		return out
 	}
 	ready := uringReady(uint32(c.res))
-	if missing := e.interest & (Readable | Writable | Priority) &^ e.quiet &^ ready; missing != 0 || ready&Error != 0 {
+	if missing := e.interest & (Readable | Writable | Priority) &^ e.quiet &^ ready; missing != 0 || ready&(Error|Priority) != 0 {
 		// The mask is what a wake-up announced, maybe not all that is
 		// there (a read wake-up does not say the socket is writable too),
-		// and an error it announced may have been taken since (a read
-		// returns it once). Where that matters, look at the whole state
+		// an error it announced may have been taken since (a read
+		// returns it once), and a socket's read wake-up announces
+		// POLLPRI with POLLIN whether or not urgent data came. Where that matters, look at the whole state
 		// now, as epoll does when it reports: one poll(2), non-blocking.
 		// In a steady state (what was reported stays quiet until the
 		// caller's EAGAIN) this is rare.
