@@ -58,13 +58,18 @@ const (
 //     submitted again until Modify.
 //
 // Keys. The kernel hands back the user_data of the request; it is the
-// descriptor (low 32 bits) and the registration's generation (the next 31:
-// bit 63 is clear), never the caller's key, which stays in the table. Add
+// descriptor (low 32 bits) and the registration's generation (the next 30:
+// bits 62 and 63 are clear), never the caller's key, which stays in the
+// table. Add
 // and Modify take a new generation from a counter, so a completion of a
 // request that Modify replaced or Delete removed is recognised as stale and
-// dropped, as the poll(2) backend does. Completions of our own requests
-// that are not polls (POLL_REMOVE) carry uringTagIgnore, the waker's
-// uringTagWaker; both have bit 63 set.
+// dropped, as the poll(2) backend does. A POLL_REMOVE of a registration's
+// request carries that request's user_data with bit 62 set: the kernel
+// answers -EALREADY when the request is busy completing, and then it stays
+// armed (holding its file, so a descriptor closed after Delete would stay
+// open), so Select removes it again. Our other requests carry
+// uringTagIgnore (the waker's removal at Close) or uringTagWaker; both
+// have bit 63 set.
 //
 // Submissions. Add, Modify and the Level re-arms only queue their SQEs:
 // the next Select submits them with the io_uring_enter it waits with. A
@@ -167,8 +172,13 @@ type uringResubmit struct {
 const (
 	uringTagWaker  = 1<<63 | 1
 	uringTagIgnore = 1<<63 | 2
+	// uringRemoveBit marks the completion of a POLL_REMOVE of a
+	// registration's request (uringRemoval); bit 62 is never set in a
+	// registration's user_data either.
+	uringRemoveBit = 1 << 62
 )
 
+// uringUserData is a registration's user_data; gen has 30 bits.
 func uringUserData(fd int, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
 
 // ErrBackendUnavailable's io_uring cases. ENOSYS: a kernel without it.

@@ -184,7 +184,7 @@ func (s *uringSelector) Rearm(fd int, ready uint32) error {
 
 // armLocked gives e a new generation and queues its poll request.
 func (s *uringSelector) armLocked(fd int, e *uringEntry) error {
-	s.nextGen = (s.nextGen + 1) & (1<<31 - 1)
+	s.nextGen = (s.nextGen + 1) & (1<<30 - 1)
 	if s.nextGen == 0 {
 		s.nextGen = 1
 	}
@@ -217,7 +217,7 @@ func (s *uringSelector) pollLocked(fd int, e *uringEntry) error {
 // caller made room for it (roomLocked), so it cannot fail.
 func (s *uringSelector) disarmLocked(fd int, e *uringEntry) {
 	if e.armed {
-		s.ring.push(uringSQE{opcode: uringOpPollRemove, fd: -1, addr: uringUserData(fd, e.gen), userData: uringTagIgnore})
+		s.ring.push(uringRemoval(uringUserData(fd, e.gen)))
 		e.armed = false
 	}
 }
@@ -292,4 +292,11 @@ func (s *uringSelector) submitLocked() error {
 			return nil
 		}
 	}
+}
+
+// uringRemoval is the POLL_REMOVE of the request with user_data ud; its
+// own user_data is ud with uringRemoveBit, so that a removal the kernel
+// answers with -EALREADY can be made again (harvest).
+func uringRemoval(ud uint64) uringSQE {
+	return uringSQE{opcode: uringOpPollRemove, fd: -1, addr: ud, userData: ud | uringRemoveBit}
 }

@@ -171,6 +171,17 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 			}
 		case uringTagIgnore:
 		default:
+			if c.userData&uringRemoveBit != 0 {
+				// -EALREADY: the request was busy completing (its
+				// completion work ran on its thread at that moment) and
+				// stays armed, holding its file; remove it again.
+				if c.res == -int32(unix.EALREADY) {
+					if err = s.queueLocked(uringRemoval(c.userData &^ uringRemoveBit)); err == nil {
+						err = s.submitLocked()
+					}
+				}
+				break
+			}
 			out = s.completeLocked(c, events, out)
 		}
 		if err != nil {
