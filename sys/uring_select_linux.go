@@ -16,8 +16,8 @@ import (
 //
 // A Select reads completions straight from the CQ ring, in user space. It
 // enters the kernel only to submit what is queued (Level re-arms, deferred
-// Adds and Modifies), to move overflowed completions into the ring, or to
-// wait. The submission and the wait are one io_uring_enter: SQEs queued
+// Adds and Modifies), to move overflowed completions into the ring, to
+// wait, or, for a zero timeout that finds the ring empty, to look once. The submission and the wait are one io_uring_enter: SQEs queued
 // since the last Select cost no system call of their own. While anything
 // is queued, a Select submits it before it reads the ring (with a
 // zero-wait enter when it must not block), so a Level registration re-armed
@@ -35,12 +35,13 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		return 0, false, ErrClosed
 	}
 	dl := newDeadline(timeout)
-	resubmitted := false
+	resubmitted, entered := false, false
 	for {
 		if err := s.flushResubmits(); err != nil {
 			return 0, false, err
 		}
 		if s.ring.sqPending() > 0 || s.ring.cqOverflow() {
+			entered = true
 			if err := s.enterWait(0, 0); err != nil {
 				return 0, false, err
 			}
@@ -61,7 +62,19 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		}
 		left := dl.remaining()
 		if left == 0 {
-			return 0, false, nil
+			if entered {
+				return 0, false, nil
+			}
+			// A look that finds the ring empty enters the kernel once
+			// before it says so, as epoll's look does: a completion whose
+			// work is pending on this thread (the event came a moment ago,
+			// and the kernel's interrupt has not reached the thread yet)
+			// is posted on the way out of that call.
+			entered = true
+			if err := s.enterWait(0, 0); err != nil {
+				return 0, false, err
+			}
+			continue
 		}
 		s.setBlocked(true)
 		err = s.enterWait(1, left)
