@@ -221,3 +221,35 @@ func TestUringUnwatchableFiles(t *testing.T) {
 	require.NoError(t, s.Add(int(ptmx.Fd()), 1, Writable, Edge))
 	require.NoError(t, s.Delete(int(ptmx.Fd())))
 }
+
+// Wake makes the next Select return at once, even a zero-timeout one, when
+// the waker's poll was submitted by another thread (its completion runs
+// there, a little later).
+func TestUringWakeThenLook(t *testing.T) {
+	if !slices.Contains(Backends(), BackendUring) {
+		t.Skip("io_uring missing or refused on this kernel")
+	}
+	opened := make(chan Selector)
+	release := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // the opener's thread submits the waker's poll and stays
+		defer runtime.UnlockOSThread()
+		s, err := openUringSized(uringSQEntries, uringCQEntries)
+		if err != nil {
+			close(opened)
+			return
+		}
+		opened <- s
+		<-release
+	}()
+	s, ok := <-opened
+	require.True(t, ok, "open failed")
+	t.Cleanup(func() { close(release); require.NoError(t, s.Close()) })
+	buf := make([]Event, 4)
+	for i := 0; i < 200; i++ {
+		require.NoError(t, s.Wake())
+		_, woken, err := s.Select(buf, 0)
+		require.NoError(t, err)
+		require.True(t, woken, "round %d: the Select after Wake did not report it", i)
+	}
+}

@@ -50,6 +50,15 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		if err != nil || out > 0 || woken {
 			return out, woken, err
 		}
+		if s.wakeCalled.Swap(false) {
+			// A Wake wrote, but its completion runs on the thread that
+			// submitted the waker's poll, maybe not yet. The flag says it
+			// all the same, so the next Select returns at once, as the
+			// contract wants; the completion, when it comes, only resets
+			// the gate (the flag is clear by then, unless a later Wake set
+			// it again).
+			return 0, true, nil
+		}
 		if again && !resubmitted {
 			// Requests ended without an event: submit them again and look
 			// once more before waiting (the wait would submit them too,
