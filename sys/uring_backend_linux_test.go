@@ -86,7 +86,7 @@ func TestUringSelectReadsRingWithoutSyscall(t *testing.T) {
 // descriptor is reported, and again on its next edge. A second write before
 // the drain keeps every descriptor ready and quiet while the CQ overflows:
 // the re-armed requests must not spin on it.
-func TestUringMultishotEndsRearmed(t *testing.T) {
+func TestUringMultishotEndsResubmitted(t *testing.T) {
 	s := openUringOrSkip(t, 4, 8)
 	const n = 32
 	pairs := make([]*fdPair, n)
@@ -112,7 +112,7 @@ func TestUringMultishotEndsRearmed(t *testing.T) {
 		if round == 0 {
 			for _, p := range pairs {
 				drainFd(t, p.a)
-				require.NoError(t, s.Rearm(p.a, Readable)) // emulated edge
+				require.NoError(t, s.Drained(p.a, Readable)) // emulated edge
 			}
 		}
 	}
@@ -126,7 +126,7 @@ func TestUringMultishotEndsRearmed(t *testing.T) {
 	require.LessOrEqual(t, s.Counters().Waits-waits, uint64(20), "Select spun on quiet descriptors")
 	// Re-armed, each is reported: what arrived while it was quiet is there.
 	for _, p := range pairs {
-		require.NoError(t, s.Rearm(p.a, Readable))
+		require.NoError(t, s.Drained(p.a, Readable))
 	}
 	seen := map[uint64]bool{}
 	limit := time.Now().Add(5 * time.Second)
@@ -135,7 +135,7 @@ func TestUringMultishotEndsRearmed(t *testing.T) {
 			seen[ev.Key] = true
 		}
 	}
-	require.Len(t, seen, n, "descriptors reported after Rearm")
+	require.Len(t, seen, n, "descriptors reported after Drained")
 }
 
 // io_uring runs a request's completion work on the thread that submitted

@@ -40,13 +40,13 @@ const (
 // wake-up says POLLIN, not that the socket is also writable), unlike
 // epoll, which looks at the whole state when it reports. So:
 //   - Edge is emulated (Traits.NativeEdge is false), exactly as on the
-//     poll(2) backend: a reported condition is quiet until Rearm (the
+//     poll(2) backend: a reported condition is quiet until Drained (the
 //     caller's EAGAIN) or Modify, and an event may leave out a quiet
 //     condition, which the contract allows an emulated edge. The request
 //     is multishot: what the kernel announces for a quiet condition is
-//     held, not reported, and Rearm makes held conditions that are still
+//     held, not reported, and Drained makes held conditions that are still
 //     there due (reported by the next Select). A request submitted again (see "Multishot
-//     ends") asks only for what is not quiet; Rearm of a condition it does
+//     ends") asks only for what is not quiet; Drained of a condition it does
 //     not ask for replaces it, and its first look reports what is there.
 //     A lasting hang-up or error is reported once (it makes no new
 //     wake-up), so nothing rests (Traits.RestLatency is 0).
@@ -102,7 +102,7 @@ const (
 //   - The waker is an eventfd with a multishot poll of its own: Wake's
 //     write is a wake-up, so a completion, and the eventfd is never drained
 //     (the epoll backend's edge waker, wakeEdge). A change queued while
-//     a Select is blocked nudges it (Add, Modify, a Rearm that makes a
+//     a Select is blocked nudges it (Add, Modify, a Drained that makes a
 //     held condition due or replaces a request). wakeCalled tells
 //     a Wake from a nudge, as on the poll(2) backend: Wake sets it before
 //     wakeGate.begin; Select, when it sees the waker's completion, resets
@@ -125,7 +125,7 @@ type uringSelector struct {
 	mu        sync.Mutex
 	table     map[int]*uringEntry
 	resubmits []uringResubmit // requests over, to be submitted again by Select
-	due       []uringResubmit // emulated edges made due again by Rearm
+	due       []uringResubmit // emulated edges made due again by Drained
 	nextGen   uint32
 	blocked   bool
 	nudgeDue  bool   // a change queued while blocked: unlockNudging nudges
@@ -149,10 +149,10 @@ type uringEntry struct {
 	epoch    uint64 // the harvest that last reported it, at events[slot]
 	slot     int
 	// Emulated edge (Edge without Oneshot), as the poll(2) backend has it.
-	quiet    uint32 // conditions reported, not re-armed since (Rearm)
+	quiet    uint32 // conditions reported, not drained since (Drained)
 	reported uint32 // the lasting Error|Hup already reported
 	held     uint32 // quiet conditions the kernel announced again meanwhile
-	due      uint32 // held conditions that Rearm made due: in uringSelector.due
+	due      uint32 // held conditions that Drained made due: in uringSelector.due
 }
 
 // emulatedEdge reports whether the entry's edges are emulated (Edge
@@ -162,7 +162,7 @@ func (e *uringEntry) emulatedEdge() bool { return e.mode&(Edge|Oneshot) == Edge 
 
 // uringResubmit is a registration whose request is over and that Select
 // submits again (a Level re-arm, or a multishot poll that ended), or whose
-// held conditions Rearm made due.
+// held conditions Drained made due.
 type uringResubmit struct {
 	fd int
 	e  *uringEntry
@@ -277,7 +277,7 @@ func (s *uringSelector) Wake() error {
 	return s.writeWaker()
 }
 
-// nudge wakes a blocked Select without making it report woken (Rearm made
+// nudge wakes a blocked Select without making it report woken (Drained made
 // a held condition due). It shares the gate with Wake.
 func (s *uringSelector) nudge() {
 	if s.gate.begin() {

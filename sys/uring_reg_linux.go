@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Registrations on the io_uring backend: Add, Modify, Delete and Rearm,
+// Registrations on the io_uring backend: Add, Modify, Delete and Drained,
 // and the queueing of their requests. See uringSelector for the invariants
 // (who is armed, what is queued, when it is submitted).
 
@@ -129,12 +129,12 @@ func (s *uringSelector) Delete(fd int) error {
 	return nil
 }
 
-// Rearm ends the quiet of the conditions in ready. Those the kernel
+// Drained ends the quiet of the conditions in ready. Those the kernel
 // announced while they were quiet (held) and that are still there (a
 // zero-timeout poll(2) says) are due: the next Select reports them (a
 // blocked one is nudged). It costs a lock and a map lookup, and the
 // poll(2) when something was held.
-func (s *uringSelector) Rearm(fd int, ready uint32) error {
+func (s *uringSelector) Drained(fd int, ready uint32) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -142,7 +142,7 @@ func (s *uringSelector) Rearm(fd int, ready uint32) error {
 	e, ok := s.table[fd]
 	if !ok {
 		s.mu.Unlock()
-		return missing("io_uring(rearm)", fd)
+		return missing("io_uring(drained)", fd)
 	}
 	bits := e.quiet & ready
 	e.quiet &^= bits

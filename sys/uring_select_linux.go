@@ -274,7 +274,7 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 	if e.emulatedEdge() {
 		if ready&^(e.quiet|e.reported) == 0 {
 			// Nothing new: hold what was announced again while quiet,
-			// for the caller's Rearm.
+			// for the caller's Drained.
 			e.held |= ready & e.quiet
 			return out
 		}
@@ -296,8 +296,8 @@ func (s *uringSelector) reportLocked(e *uringEntry, ready uint32, events []Event
 	return out + 1
 }
 
-// anyDue reports whether Rearm made conditions due. Called without mu by
-// the goroutine in Select; a racing Rearm nudges it (it is blocked) or is
+// anyDue reports whether Drained made conditions due. Called without mu by
+// the goroutine in Select; a racing Drained nudges it (it is blocked) or is
 // seen by its next harvest.
 func (s *uringSelector) anyDue() bool {
 	s.mu.Lock()
@@ -305,7 +305,7 @@ func (s *uringSelector) anyDue() bool {
 	return len(s.due) > 0
 }
 
-// dueLocked reports the conditions that Rearm made due (they become quiet
+// dueLocked reports the conditions that Drained made due (they become quiet
 // again, as a reported condition does) in events after the out used, and
 // returns the new out. Entries it has no room for stay due, in order.
 func (s *uringSelector) dueLocked(events []Event, out int) int {
