@@ -16,9 +16,10 @@ import (
 
 // A thread probe tells whether a poller, a goroutine locked to its OS
 // thread (runtime.LockOSThread) that calls Poll, is asleep in the kernel
-// inside a selector's wait (epoll_wait, ppoll and their variants). It reads
-// /proc/self/task/<tid>/syscall, which names the system call a sleeping
-// thread is in and says "running" for a thread that runs or is runnable.
+// inside a selector's wait (epoll_wait, ppoll and their variants,
+// io_uring_enter). It reads /proc/self/task/<tid>/syscall, which names the
+// system call a sleeping thread is in and says "running" for a thread that
+// runs or is runnable.
 // A thread that has been woken (a waker write, a kernel event, its
 // timeout) is runnable from that moment, whether or not it has a processor
 // yet, so it is never seen asleep again in the same wait.
@@ -44,11 +45,14 @@ const stallFast = 100 * time.Millisecond
 const wakeBound = time.Second
 
 // waitSyscalls are the system calls a selector sleeps in; the legacy ones
-// (poll, epoll_wait) are added where the architecture has them.
+// (poll, epoll_wait) are added where the architecture has them. The uring
+// backend also submits through io_uring_enter, but a submission never
+// sleeps, so a thread asleep in io_uring_enter is waiting for completions.
 var waitSyscalls = map[int64]bool{
-	unix.SYS_PPOLL:        true,
-	unix.SYS_EPOLL_PWAIT:  true,
-	unix.SYS_EPOLL_PWAIT2: true,
+	unix.SYS_PPOLL:          true,
+	unix.SYS_EPOLL_PWAIT:    true,
+	unix.SYS_EPOLL_PWAIT2:   true,
+	unix.SYS_IO_URING_ENTER: true,
 }
 
 type threadProbe struct{ path string }
