@@ -26,6 +26,7 @@ func ExampleConfig_tls() {
 	if err != nil {
 		panic(err)
 	}
+	defer g.Close()
 	cfg := netloop.Config{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}}
 	ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
 		_, _ = netloop.Add(l, c, echo{}, cfg)
