@@ -82,6 +82,25 @@ const (
 // stays open in the kernel until Delete or Close; the contract asks for
 // Delete first anyway.
 //
+// Threads. The kernel does a poll request's completion work (posting its
+// CQE; for a removed request, dropping its reference to the file) on the
+// thread that submitted it, when that thread next enters the kernel or,
+// woken or interrupted for it, runs. Until then the CQ does not show the
+// event, and a descriptor closed after Delete is not released (its peer
+// sees no FIN). Go moves goroutines between threads, so requests submitted
+// by one Select would complete on a thread that is by then asleep, or
+// running something else, or waiting for a CPU: a look right after an
+// event missed it, and a close right after Delete sent no FIN, for as long
+// as the scheduler took. So the first Select locks its goroutine to its
+// thread (runtime.LockOSThread, never undone: the goroutine that polls is
+// normally the one that keeps polling), and Select submits what others
+// queue (see Submissions): a request's completion then runs on the
+// polling thread itself, at the latest in its next io_uring_enter, as
+// epoll's ready list is there at once. Should that goroutine end, its
+// thread ends with it and the kernel cancels its requests; Select submits
+// them again (see Multishot ends) from the goroutine that polls then,
+// which is not locked again.
+//
 // Multishot ends. The kernel ends a multishot poll (a completion without
 // IORING_CQE_F_MORE) when it cannot post a completion (the CQ is full), or
 // with -ECANCELED when the thread that submitted it exits (io_uring runs a
@@ -135,6 +154,9 @@ type uringSelector struct {
 	// given their addresses (the collector never moves a heap object).
 	arg uringGeteventsArg
 	ts  unix.Timespec
+	// pinned: a Select has locked its goroutine to its thread ("Threads").
+	// Owned by the goroutine in Select.
+	pinned bool
 }
 
 // uringEntry is one registration.
@@ -243,12 +265,11 @@ func openUringSized(sq, cq uint32) (Selector, error) {
 		return nil, err
 	}
 	s := &uringSelector{ring: r, owner: owner, waker: w, table: make(map[int]*uringEntry)}
+	// The waker's poll is only queued: the first Select submits it, from
+	// the polling thread ("Threads").
 	s.mu.Lock()
 	err = s.queueLocked(uringSQE{opcode: uringOpPollAdd, fd: int32(w.fd()),
 		opFlags: uringPollEvents(Readable), len: uringPollAddMulti, userData: uringTagWaker})
-	if err == nil {
-		err = s.submitLocked()
-	}
 	s.mu.Unlock()
 	if err != nil {
 		_ = errors.Join(owner.closeRing(r), w.close())

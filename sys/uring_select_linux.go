@@ -4,6 +4,7 @@ package sys
 
 import (
 	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -33,6 +34,10 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 	}
 	if s.closed.Load() {
 		return 0, false, ErrClosed
+	}
+	if !s.pinned {
+		runtime.LockOSThread() // see "Threads" in uringSelector
+		s.pinned = true
 	}
 	dl := newDeadline(timeout)
 	resubmitted, entered := false, false
