@@ -155,8 +155,11 @@ type uringSelector struct {
 	arg uringGeteventsArg
 	ts  unix.Timespec
 	// pinned: a Select has locked its goroutine to its thread ("Threads").
-	// Owned by the goroutine in Select.
+	// Owned by the goroutine in Select, as are begun and fresh
+	// (uring_fresh_linux.go).
 	pinned bool
+	begun  uint32
+	fresh  []unix.PollFd
 }
 
 // uringEntry is one registration.
@@ -175,6 +178,9 @@ type uringEntry struct {
 	reported uint32 // the lasting Error|Hup already reported
 	held     uint32 // quiet conditions the kernel announced again meanwhile
 	due      uint32 // held conditions that Drained made due: in uringSelector.due
+	// A look at the file in this harvest (uring_fresh_linux.go).
+	freshEpoch uint64
+	freshAt    int
 }
 
 // emulatedEdge reports whether the entry's edges are emulated (Edge

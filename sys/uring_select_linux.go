@@ -39,6 +39,7 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		runtime.LockOSThread() // see "Threads" in uringSelector
 		s.pinned = true
 	}
+	s.beginSelect()
 	dl := newDeadline(timeout)
 	resubmitted, entered := false, false
 	for {
@@ -180,6 +181,7 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 	}
 	s.mu.Lock()
 	s.epoch++
+	s.lookStaleLocked(head, tail)
 	// Due conditions and completions take turns at going first, so that
 	// neither starves the other when there is more than events holds.
 	dueFirst := s.epoch%2 == 0
@@ -262,8 +264,10 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 	if c.res <= 0 {
 		return out
 	}
-	ready := uringReady(uint32(c.res))
-	if missing := e.interest & (Readable | Writable | Priority) &^ e.quiet &^ ready; missing != 0 || ready&(Error|Priority) != 0 {
+	ready, fresh := s.freshReady(e)
+	if fresh {
+		ready &= e.interest | Error | Hup
+	} else if ready = uringReady(uint32(c.res)); e.interest&(Readable|Writable|Priority)&^e.quiet&^ready != 0 || ready&(Error|Priority) != 0 {
 		// The mask is what a wake-up announced, maybe not all that is
 		// there (a read wake-up does not say the socket is writable too),
 		// an error it announced may have been taken since (a read
@@ -272,9 +276,15 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 		// now, as epoll does when it reports: one poll(2), non-blocking.
 		// In a steady state (what was reported stays quiet until the
 		// caller's EAGAIN) this is rare.
-		if ready = pollNow(fd, e.interest); ready == 0 {
-			return out
+		ready = pollNow(fd, e.interest)
+	}
+	if ready == 0 {
+		// Nothing there now: no event. A oneshot request that ended so
+		// did not fire; it is armed again.
+		if c.flags&uringCQEFMore == 0 && e.mode&Oneshot != 0 {
+			s.resubmitLaterLocked(fd, e)
 		}
+		return out
 	}
 	if e.emulatedEdge() {
 		if ready&^(e.quiet|e.reported) == 0 {
