@@ -101,6 +101,16 @@ const (
 // them again (see Multishot ends) from the goroutine that polls then,
 // which is not locked again.
 //
+// Unasked conditions. The kernel reports POLLRDHUP (and POLLERR, POLLHUP)
+// whatever a request asks for; a half-close is reported only to an
+// interest with Readable or Hup, as epoll does (uringReady). A single-shot
+// request armed on a file with such a lasting condition ends at once, and
+// armed again by every Select it would end at once again, so a blocking
+// Select would spin. A Level or Oneshot request that ends with nothing to
+// report is therefore replaced by a multishot one (multi), which reports
+// only the wake-ups after it; at its first event the entry goes back to
+// single-shot requests (Level) or to none (Oneshot).
+//
 // Multishot ends. The kernel ends a multishot poll (a completion without
 // IORING_CQE_F_MORE) when it cannot post a completion (the CQ is full), or
 // with -ECANCELED when the thread that submitted it exits (io_uring runs a
@@ -178,6 +188,7 @@ type uringEntry struct {
 	reported uint32 // the lasting Error|Hup already reported
 	held     uint32 // quiet conditions the kernel announced again meanwhile
 	due      uint32 // held conditions that Drained made due: in uringSelector.due
+	multi    bool   // Level or Oneshot on a multishot request ("Unasked conditions")
 	// A look at the file in this harvest (uring_fresh_linux.go).
 	freshEpoch uint64
 	freshAt    int

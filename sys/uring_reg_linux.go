@@ -93,7 +93,7 @@ func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) e
 	}
 	s.disarmLocked(fd, e)
 	e.resubmit = false
-	e.quiet, e.reported, e.held, e.due = 0, 0, 0, 0
+	e.quiet, e.reported, e.held, e.due, e.multi = 0, 0, 0, 0, false
 	e.key, e.interest, e.mode = key, interest, mode
 	if err := s.armLocked(fd, e); err != nil {
 		return err
@@ -203,7 +203,7 @@ func (s *uringSelector) pollLocked(fd int, e *uringEntry) error {
 	}
 	sqe := uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: uringPollEvents(mask),
 		userData: uringUserData(fd, e.gen)}
-	if e.emulatedEdge() {
+	if e.emulatedEdge() || e.multi {
 		sqe.len = uringPollAddMulti
 	}
 	if err := s.queueLocked(sqe); err != nil {

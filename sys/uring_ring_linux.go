@@ -300,8 +300,14 @@ func uringPollEvents(interest uint32) uint32 {
 	return ev
 }
 
-// uringReady turns a POLL_ADD result (a poll mask) into readiness bits.
-func uringReady(mask uint32) uint32 {
+// uringReady turns a POLL_ADD result (a poll mask) into readiness bits for
+// a registration with interest. The kernel reports POLLRDHUP whatever was
+// asked (uringPollEvents); epoll reports a peer's half-close only to an
+// interest with Readable or Hup, and so does this.
+func uringReady(mask, interest uint32) uint32 {
+	if interest&(Readable|Hup) == 0 {
+		mask &^= unix.POLLRDHUP
+	}
 	var r uint32
 	if mask&unix.POLLIN != 0 {
 		r |= Readable

@@ -267,7 +267,7 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 	ready, fresh := s.freshReady(e)
 	if fresh {
 		ready &= e.interest | Error | Hup
-	} else if ready = uringReady(uint32(c.res)); e.interest&(Readable|Writable|Priority)&^e.quiet&^ready != 0 || ready&(Error|Priority) != 0 {
+	} else if ready = uringReady(uint32(c.res), e.interest); e.interest&(Readable|Writable|Priority)&^e.quiet&^ready != 0 || ready&(Error|Priority) != 0 {
 		// The mask is what a wake-up announced, maybe not all that is
 		// there (a read wake-up does not say the socket is writable too),
 		// an error it announced may have been taken since (a read
@@ -279,12 +279,28 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 		ready = pollNow(fd, e.interest)
 	}
 	if ready == 0 {
-		// Nothing there now: no event. A oneshot request that ended so
-		// did not fire; it is armed again.
-		if c.flags&uringCQEFMore == 0 && e.mode&Oneshot != 0 {
-			s.resubmitLaterLocked(fd, e)
+		// Nothing there now, or nothing asked for: no event. A
+		// single-shot request that ended so is armed again, multishot
+		// (see "Unasked conditions" in uringSelector); a oneshot one did
+		// not fire.
+		if c.flags&uringCQEFMore == 0 && !e.emulatedEdge() {
+			e.multi = true
+			if e.mode&Oneshot != 0 {
+				s.resubmitLaterLocked(fd, e)
+			}
 		}
 		return out
+	}
+	if e.multi && !e.emulatedEdge() {
+		// Its event came: back to single-shot requests (Level), or none
+		// (Oneshot, until Modify).
+		e.multi = false
+		if c.flags&uringCQEFMore != 0 && s.roomLocked(1) == nil {
+			s.disarmLocked(fd, e)
+			if e.mode&Oneshot == 0 {
+				s.resubmitLaterLocked(fd, e)
+			}
+		}
 	}
 	if e.emulatedEdge() {
 		if ready&^(e.quiet|e.reported) == 0 {
