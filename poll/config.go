@@ -12,7 +12,9 @@ import (
 type Config struct {
 	// Backend selects the OS mechanism: "epoll", "kqueue", "poll" or
 	// "uring" (io_uring, Linux 5.13+; never the default, and where the
-	// kernel refuses it NewWithConfig fails with sys.ErrBackendUnavailable).
+	// kernel refuses it NewWithConfig fails with sys.ErrBackendUnavailable;
+	// the first Poll call locks its goroutine to its OS thread, see
+	// sys.BackendUring).
 	// Empty means the UNIPOLL_BACKEND environment variable (EnvBackend), or
 	// else the best one the OS has.
 	Backend string

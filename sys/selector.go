@@ -43,7 +43,10 @@ const (
 	// BackendUring is io_uring (Linux 5.13 or later): a poll request per
 	// descriptor in a ring shared with the kernel. It is never the default;
 	// where the kernel lacks or refuses io_uring, New fails with
-	// ErrBackendUnavailable and Backends leaves it out.
+	// ErrBackendUnavailable and Backends leaves it out. Its first Select
+	// locks the calling goroutine to its OS thread for good (the kernel
+	// completes a request on the thread that submitted it; see
+	// uring_linux.go, "Threads").
 	BackendUring = "uring"
 )
 
