@@ -184,12 +184,18 @@ func (s *uringSelector) Drained(fd int, ready uint32) error {
 
 // armLocked gives e a new generation and queues its poll request.
 func (s *uringSelector) armLocked(fd int, e *uringEntry) error {
+	s.newGenLocked(e)
+	return s.pollLocked(fd, e)
+}
+
+// newGenLocked gives e a new generation, so that the completions of its
+// requests so far are stale.
+func (s *uringSelector) newGenLocked(e *uringEntry) {
 	s.nextGen = (s.nextGen + 1) & (1<<30 - 1)
 	if s.nextGen == 0 {
 		s.nextGen = 1
 	}
 	e.gen = s.nextGen
-	return s.pollLocked(fd, e)
 }
 
 // pollLocked queues e's poll request at its current generation.

@@ -297,6 +297,7 @@ func (s *uringSelector) completeLocked(c uringCQE, events []Event, out int) int 
 		e.multi = false
 		if c.flags&uringCQEFMore != 0 && s.roomLocked(1) == nil {
 			s.disarmLocked(fd, e)
+			s.newGenLocked(e) // the removed request's last completion is stale
 			if e.mode&Oneshot == 0 {
 				s.resubmitLaterLocked(fd, e)
 			}
