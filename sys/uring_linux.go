@@ -84,8 +84,9 @@ const (
 //
 // Threads. The kernel does a poll request's completion work (posting its
 // CQE; for a removed request, dropping its reference to the file) on the
-// thread that submitted it, when that thread next enters the kernel or,
-// woken or interrupted for it, runs. Until then the CQ does not show the
+// thread that submitted it, when that thread next enters the kernel, or
+// at once if it sleeps (it is woken for it; a running one is not
+// interrupted, IORING_SETUP_COOP_TASKRUN in setupUring). Until then the CQ does not show the
 // event, and a descriptor closed after Delete is not released (its peer
 // sees no FIN). Go moves goroutines between threads, so requests submitted
 // by one Select would complete on a thread that is by then asleep, or

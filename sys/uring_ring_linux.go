@@ -66,6 +66,7 @@ import (
 const (
 	uringSetupCQSize = 1 << 3 // IORING_SETUP_CQSIZE
 	uringSetupClamp  = 1 << 4 // IORING_SETUP_CLAMP
+	uringSetupCoop   = 1 << 8 // IORING_SETUP_COOP_TASKRUN (5.19)
 
 	uringFeatSingleMmap = 1 << 0  // IORING_FEAT_SINGLE_MMAP (5.4)
 	uringFeatNoDrop     = 1 << 1  // IORING_FEAT_NODROP (5.5)
@@ -179,8 +180,18 @@ type uringRing struct {
 // setupUring opens a ring with sq submission slots and cq completion slots
 // (both powers of two; the kernel clamps them to its limits).
 func setupUring(sq, cq uint32) (*uringRing, error) {
-	p := uringParams{flags: uringSetupCQSize | uringSetupClamp, cqEntries: cq}
+	// COOP_TASKRUN: a completion's work for a thread that is running is
+	// left for its next entry into the kernel (which the polling thread
+	// makes for every read and write) instead of interrupting it with an
+	// inter-processor interrupt; a sleeping thread is still woken for it.
+	// Kernels before 5.19 refuse the flag (EINVAL) and get the ring
+	// without it.
+	p := uringParams{flags: uringSetupCQSize | uringSetupClamp | uringSetupCoop, cqEntries: cq}
 	r1, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(sq), uintptr(unsafe.Pointer(&p)), 0)
+	if errno == unix.EINVAL {
+		p = uringParams{flags: uringSetupCQSize | uringSetupClamp, cqEntries: cq}
+		r1, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(sq), uintptr(unsafe.Pointer(&p)), 0)
+	}
 	if errno != 0 {
 		return nil, errno
 	}
