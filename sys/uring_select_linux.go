@@ -18,8 +18,11 @@ import (
 // A Select reads completions straight from the CQ ring, in user space. It
 // enters the kernel only to submit what is queued (Level re-arms, deferred
 // Adds and Modifies), to move overflowed completions into the ring, to
-// wait, or, for a zero timeout that finds the ring empty, to look once. The submission and the wait are one io_uring_enter: SQEs queued
-// since the last Select cost no system call of their own. While anything
+// wait, or, for a zero timeout that finds the ring empty, to look once;
+// and it calls poll(2) once for the completions that waited in the ring
+// while the caller ran (uring_fresh_linux.go). The submission and the wait
+// are one io_uring_enter: SQEs queued since the last Select cost no system
+// call of their own. While anything
 // is queued, a Select submits it before it reads the ring (with a
 // zero-wait enter when it must not block), so a Level registration re-armed
 // by the previous Select is looked at by this one: a ready descriptor is
