@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -58,10 +57,14 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(os.TempDir(), "unipoll-bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// A directory of this run's own: two runs on one machine (two
+	// sessions, or a run beside CI's) would otherwise build their servers
+	// over each other's binaries while the other runs them.
+	dir, err := os.MkdirTemp("", "unipoll-bench-")
+	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(dir)
 	r := &Runner{o: o, m: probeMachine(), self: self, buildDir: dir, started: time.Now()}
 	r.logf("machine: %s; %s", r.m, r.m.sharing())
 
