@@ -261,16 +261,7 @@ func (s *epollSelector) Wake() error {
 	if !s.gate.begin() {
 		return nil
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed.Load() {
-		return nil
-	}
-	if err := s.waker.wakeEdge(); err != nil {
-		s.gate.reset() // the write failed: let a later Wake retry
-		return err
-	}
-	return nil
+	return s.gate.write(&s.mu, &s.closed, s.waker.wakeEdge)
 }
 
 func (s *epollSelector) Counters() Counters {

@@ -115,16 +115,7 @@ func (s *kqSelector) Wake() error {
 	if !s.gate.begin() {
 		return nil
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed.Load() {
-		return nil
-	}
-	if err := s.waker.wake(s.kq); err != nil {
-		s.gate.reset() // the write failed: let a later Wake retry
-		return err
-	}
-	return nil
+	return s.gate.write(&s.closeMu, &s.closed, func() error { return s.waker.wake(s.kq) })
 }
 
 // Drained does nothing: EV_CLEAR makes each new arrival an edge by itself.

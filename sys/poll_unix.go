@@ -337,16 +337,7 @@ func (s *pollSelector) nudge() {
 
 // writeWaker performs the write that wakeGate.begin granted.
 func (s *pollSelector) writeWaker() error {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed.Load() {
-		return nil
-	}
-	if err := s.waker.wake(); err != nil {
-		s.gate.reset() // the write failed: let a later Wake retry
-		return err
-	}
-	return nil
+	return s.gate.write(&s.closeMu, &s.closed, s.waker.wake)
 }
 
 func (s *pollSelector) Wake() error {

@@ -326,16 +326,7 @@ func (s *uringSelector) nudge() {
 
 // writeWaker performs the write that wakeGate.begin granted.
 func (s *uringSelector) writeWaker() error {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed.Load() {
-		return nil
-	}
-	if err := s.waker.wakeEdge(); err != nil {
-		s.gate.reset() // the write failed: let a later Wake retry
-		return err
-	}
-	return nil
+	return s.gate.write(&s.closeMu, &s.closed, s.waker.wakeEdge)
 }
 
 // Close closes the ring, which cancels every request in it, and the waker.

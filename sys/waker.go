@@ -1,6 +1,9 @@
 package sys
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // wakeGate coalesces wake-ups.
 //
@@ -34,3 +37,20 @@ func (g *wakeGate) begin() bool {
 // reset is called by Select after it saw the waker fire (and drained it),
 // and by the writer whose write failed, so that a later Wake retries.
 func (g *wakeGate) reset() { g.pending.Store(0) }
+
+// write performs the kernel write that begin granted, holding closeMu for
+// reading (the selector's Close holds it for writing while it closes the
+// waker), and not at all once closed is set. A failed write resets the
+// gate, so that a later Wake retries.
+func (g *wakeGate) write(closeMu *sync.RWMutex, closed *atomic.Bool, write func() error) error {
+	closeMu.RLock()
+	defer closeMu.RUnlock()
+	if closed.Load() {
+		return nil
+	}
+	if err := write(); err != nil {
+		g.reset()
+		return err
+	}
+	return nil
+}
