@@ -319,23 +319,15 @@ func uringReady(mask, interest uint32) uint32 {
 	if interest&(Readable|Hup) == 0 {
 		mask &^= unix.POLLRDHUP
 	}
-	var r uint32
-	if mask&unix.POLLIN != 0 {
-		r |= Readable
-	}
-	if mask&unix.POLLOUT != 0 {
-		r |= Writable
-	}
-	if mask&unix.POLLERR != 0 {
-		r |= Error
-	}
-	if mask&(unix.POLLHUP|unix.POLLRDHUP) != 0 {
-		r |= Hup
-	}
-	if mask&unix.POLLPRI != 0 {
-		r |= Priority
-	}
-	return r
+	// A poll request's mask is poll(2)'s, whose bits Linux numbers as
+	// epoll's (checked below).
+	return epollReady(mask)
 }
+
+// This fails to compile unless every poll(2) bit uringReady reads
+// has its epoll twin's value.
+var _ = [1]struct{}{}[unix.POLLIN^unix.EPOLLIN|unix.POLLOUT^unix.EPOLLOUT|
+	unix.POLLERR^unix.EPOLLERR|unix.POLLHUP^unix.EPOLLHUP|
+	unix.POLLRDHUP^unix.EPOLLRDHUP|unix.POLLPRI^unix.EPOLLPRI]
 
 var bigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
