@@ -126,6 +126,7 @@ func ExampleStart() {
 		}
 	}
 	var stdout, stderr bytes.Buffer
+	var outDone, errDone bool // each pipe's end counts once: a Hup may follow the event that read it
 	events := poll.NewEvents(8)
 	for left := 3; left > 0; {
 		if _, err := p.Poll(events, -1); err != nil {
@@ -139,11 +140,13 @@ func ExampleStart() {
 				fmt.Println("cmd.Wait:", cmd.Wait()) // at once: no pipe to wait for
 				left--
 			case outToken:
-				if read(pipes.Stdout, &stdout) {
+				if !outDone && read(pipes.Stdout, &stdout) {
+					outDone = true
 					left--
 				}
 			case errToken:
-				if read(pipes.Stderr, &stderr) {
+				if !errDone && read(pipes.Stderr, &stderr) {
+					errDone = true
 					left--
 				}
 			}
