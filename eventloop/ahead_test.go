@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -152,9 +153,21 @@ func TestAheadHintsUnderChurn(t *testing.T) {
 			}
 		}
 	}()
+	hinted := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		far, near := hintTotals(everyone)
+		return far > 0 && near > 0
+	}
+	// The churn goes on past its 2000 rounds until hints have been asked
+	// (or the wait's limit passes): without -race the rounds can all end
+	// before the Loop's goroutine has run one batch, and hints asked after
+	// the churn would not test what this test is for.
+	deadline := time.Now().Add(waitLimit)
 	go func() { // remove the oldest, add a new one into its entry
 		defer wg.Done()
-		for range 2000 {
+		defer close(stop)
+		for i := 0; i < 2000 || (!hinted() && time.Now().Before(deadline)); i++ {
 			mu.Lock()
 			old := all[0]
 			all = all[1:]
@@ -162,15 +175,9 @@ func TestAheadHintsUnderChurn(t *testing.T) {
 			_ = l.Remove(old.tok)
 			add()
 		}
-		close(stop)
 	}()
 	wg.Wait()
-	eventually(t, "hints were asked during the churn", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		far, near := hintTotals(everyone)
-		return far > 0 && near > 0
-	})
+	require.True(t, hinted(), "no hints were asked during the churn")
 	mu.Lock()
 	defer mu.Unlock()
 	for _, h := range everyone {
