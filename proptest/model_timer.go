@@ -14,7 +14,8 @@ import (
 	"github.com/unipoll/unipoll/timer"
 )
 
-// The timer kind: a timer.Timer[int] registered with the Poll, whose
+// The timer kind: a timer.Timer registered with the Poll (of int values,
+// or of values it keeps in its slab: model_timer_values.go), whose
 // timeouts the state machine sets (one at a time, or a burst), cancels,
 // takes (Poll, Drain, or a Drain stopped early) and drops (Close), with
 // the operations in model_timer_ops.go. Each value is the number of its
@@ -48,7 +49,7 @@ func (timerKind) name() string { return "timer" }
 
 func (timerKind) open(t *rapid.T, w *world) impl {
 	res := rapid.SampledFrom([]time.Duration{0, 0, 3 * time.Millisecond}).Draw(t, "timer resolution")
-	tm, err := timer.New[int](timer.Tick(res))
+	tm, err := newValueTimer(t, timer.Tick(res))
 	if err != nil {
 		t.Fatalf("timer.New: %v", err)
 	}
@@ -70,7 +71,7 @@ func (timerKind) ops() []op {
 }
 
 type timerImpl struct {
-	tm   *timer.Timer[int]
+	tm   valueTimer        // Timer[int], or a Timer whose values stay in its slab
 	res  time.Duration     // the Tick option
 	win  time.Duration     // the window deadlines are rounded to: res in whole wheel ticks, at least one
 	next int               // the value of the next timeout

@@ -27,6 +27,24 @@ func BenchmarkSetCancel(b *testing.B) {
 			}
 		}
 	})
+	// A value with a pointer cannot travel in the wheel's key
+	// (inline.go): it is kept in the Timer's slab.
+	b.Run("timer-slab", func(b *testing.B) {
+		b.ReportAllocs()
+		p := newPoll(b)
+		tm := newTimer[*int](b, p, poll.Edge)
+		v := new(int)
+		b.ResetTimer()
+		for range b.N {
+			to, err := tm.Set(time.Hour, v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok := tm.Cancel(to); !ok {
+				b.Fatal("Cancel failed")
+			}
+		}
+	})
 	b.Run("time.AfterFunc", func(b *testing.B) {
 		b.ReportAllocs()
 		f := func() {}

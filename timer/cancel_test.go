@@ -60,25 +60,35 @@ func TestTimerCancel(t *testing.T) {
 	require.Zero(t, tm.Len())
 }
 
-// Capacity bounds what a Timer holds, pending or expired and untaken.
+// Capacity bounds what a Timer holds, pending or expired and untaken,
+// whether its values are in the wheel's keys (int) or in its slab (string).
 func TestTimerCapacity(t *testing.T) {
+	t.Run("key", func(t *testing.T) { testCapacity(t, [3]int{1, 2, 3}) })
+	t.Run("slab", func(t *testing.T) { testCapacity(t, [3]string{"1", "2", "3"}) })
+}
+
+func testCapacity[T any](t *testing.T, vals [3]T) {
 	p := newPoll(t)
-	tm := newTimer[int](t, p, poll.Edge, Capacity(2))
-	_, err := tm.Set(time.Millisecond, 1)
+	tm := newTimer[T](t, p, poll.Edge, Capacity(2))
+	_, err := tm.Set(time.Millisecond, vals[0])
 	require.NoError(t, err)
-	_, err = tm.Set(time.Hour, 2)
+	_, err = tm.Set(time.Hour, vals[1])
 	require.NoError(t, err)
-	_, err = tm.Set(time.Hour, 3)
+	_, err = tm.Set(time.Hour, vals[2])
 	require.ErrorIs(t, err, ErrFull)
 	waitEvent(t, p)
-	_, err = tm.Set(time.Hour, 3)
+	_, err = tm.Set(time.Hour, vals[2])
 	require.ErrorIs(t, err, ErrFull, "an expired value not yet taken still counts")
 	v, ok := tm.TryRecv()
 	require.True(t, ok)
-	require.Equal(t, 1, v)
-	_, err = tm.Set(time.Hour, 3)
+	require.Equal(t, vals[0], v)
+	_, err = tm.Set(time.Hour, vals[2])
 	require.NoError(t, err)
 	require.Equal(t, 2, tm.Len())
+	require.NoError(t, tm.Close())
+	require.Zero(t, tm.Len(), "a closed Timer holds nothing")
+	_, err = tm.Set(time.Hour, vals[2])
+	require.ErrorIs(t, err, ErrClosed)
 }
 
 // Bad input: clear errors, never a panic.

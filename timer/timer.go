@@ -36,6 +36,7 @@ type Timer[T any] struct {
 	tq       *poll.TimerQueue // the Evented the user registers
 	q        *wheel.Queue     // tq's deadlines in the Poll's wheel (wheel.QueueOf)
 	capacity int
+	inline   bool // a T travels in its wheel entry's key (inline.go): vals stays empty
 
 	// vals and closed are guarded by the lock of q (the Poll's wheel):
 	// they are touched only in the callbacks of q.Add, q.Remove, q.TryRecv
@@ -69,7 +70,7 @@ func New[T any](opts ...Option) (*Timer[T], error) {
 		}
 	}
 	tq := poll.NewTimerQueue(c.tick)
-	return &Timer[T]{tq: tq, q: wheel.QueueOf(tq), capacity: c.capacity}, nil
+	return &Timer[T]{tq: tq, q: wheel.QueueOf(tq), capacity: c.capacity, inline: inlineable[T]()}, nil
 }
 
 func (t *Timer[T]) check() error {
@@ -116,7 +117,27 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 	if d < 0 {
 		return Timeout{}, fmt.Errorf("%w: negative duration %v", ErrInvalidArgument, d)
 	}
-	id, err := t.q.Add(d, func() (uint64, error) {
+	var id wheel.ID
+	var err error
+	if t.inline {
+		// Once Close has begun, the Queue's own closed check answers; a
+		// Set that slips in before it is dropped with the rest.
+		id, err = t.q.AddKey(d, pack(v), t.capacity, ErrFull)
+	} else {
+		id, err = t.add(d, v)
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotRegistered) {
+			err = errSetUnregistered
+		}
+		return Timeout{}, err
+	}
+	return Timeout{id}, nil
+}
+
+// add schedules v, kept in the slab, d from now.
+func (t *Timer[T]) add(d time.Duration, v T) (wheel.ID, error) {
+	return t.q.Add(d, func() (uint64, error) {
 		if t.closed {
 			return 0, ErrClosed
 		}
@@ -127,13 +148,6 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 		*p = v
 		return uint64(k), nil
 	})
-	if err != nil {
-		if errors.Is(err, ErrNotRegistered) {
-			err = errSetUnregistered
-		}
-		return Timeout{}, err
-	}
-	return Timeout{id}, nil
 }
 
 // Cancel stops the timeout to from expiring and returns its value. It
@@ -144,6 +158,13 @@ func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
 	var v T
 	if t.check() != nil {
 		return v, false
+	}
+	if t.inline {
+		k, ok := t.q.Remove(to.id, nil)
+		if ok {
+			v = unpack[T](k)
+		}
+		return v, ok
 	}
 	ok := false
 	t.q.Remove(to.id, func(k uint64) { v, ok = t.take(k) })
@@ -156,6 +177,13 @@ func (t *Timer[T]) TryRecv() (T, bool) {
 	var v T
 	if t.check() != nil {
 		return v, false
+	}
+	if t.inline {
+		k, ok := t.q.TryRecv(nil)
+		if ok {
+			v = unpack[T](k)
+		}
+		return v, ok
 	}
 	ok := false
 	t.q.TryRecv(func(k uint64) { v, ok = t.take(k) })
@@ -192,6 +220,11 @@ func (t *Timer[T]) Drain() iter.Seq[T] {
 func (t *Timer[T]) Len() int {
 	if t.check() != nil {
 		return 0
+	}
+	if t.inline {
+		// The wheel counts them (a closed Queue's counts are zero).
+		s := t.q.Stats()
+		return s.Pending + s.Expired
 	}
 	n := 0
 	t.q.Locked(func() {

@@ -118,6 +118,36 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 	return eid, err
 }
 
+// AddKey schedules a deadline d (not negative) from now carrying key, as
+// Add does with a newKey that returns key, but with no callback: the
+// caller keeps nothing per key under the wheel's mutex (package timer's
+// values that fit in the key itself). With limit above zero, a Queue that
+// holds limit keys already, pending or expired and not taken, takes no
+// more: AddKey returns full.
+func (q *Queue) AddKey(d time.Duration, key uint64, limit int, full error) (ID, error) {
+	w := q.w.Load()
+	if w == nil {
+		return ID{}, q.unbound()
+	}
+	id := q.id
+	deadline, at := w.DeadlineAfter(d)
+	w.mu.Lock()
+	if w.closed || q.closed {
+		w.mu.Unlock()
+		return ID{}, q.errClosed
+	}
+	if o := &w.owners[id]; limit > 0 && o.refs+o.expired.Len() >= limit {
+		w.mu.Unlock()
+		return ID{}, full
+	}
+	eid, wake, err := w.schedule(id, key, deadline, at)
+	w.mu.Unlock()
+	if wake {
+		w.wake()
+	}
+	return eid, err
+}
+
 // Remove cancels the deadline eid names, if it has not passed, and
 // returns its key, which gone (if not nil) is given under the wheel's
 // mutex. It returns false for a deadline that has passed (even one not yet
