@@ -60,9 +60,12 @@ type Named struct {
 // Target is a row's goal, as a ratio of unipoll to RatioTo: at least Min
 // (Higher rows) or at most Max (lower-is-better rows); with Abs, a bound on
 // unipoll's own figure; with BelowPeers, also below every other baseline.
-// Zero means none.
+// LowMin, on a Paired row, is a floor for the lower quartile of the
+// pass-by-pass ratios: a bound that the machine's slow passes must meet
+// too, not only its median ones. Zero means none.
 type Target struct {
 	Min, Max   float64
+	LowMin     float64
 	Abs        bool
 	BelowPeers bool
 	Text       string // overrides the generated text

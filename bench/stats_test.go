@@ -56,6 +56,23 @@ func TestRowPairedMarkdown(t *testing.T) {
 	require.Contains(t, row.markdown(), "| 1.50× chan |")
 }
 
+// A lower-quartile target is judged on the pairs' lower quartile, beside
+// the median's: a row whose median passes but whose slow passes do not
+// fails.
+func TestRowLowerQuartileTarget(t *testing.T) {
+	row := Row{What: "notification throughput", Unit: "M/s", Higher: true,
+		Unipoll:   Sample{Runs: []float64{30, 15, 32, 16, 31}},
+		Baselines: []Named{{"chan", Sample{Runs: []float64{20, 10, 20, 10, 20}}}},
+		RatioTo:   "chan", Paired: true, Target: Target{Min: 1.5, LowMin: 1.5}}
+	md := row.markdown()
+	require.Contains(t, md, "quartiles 1.50–1.60")
+	require.Contains(t, md, "≥ 1.5× chan, lower quartile ≥ 1.5× chan ✓")
+	row.Target.LowMin = 1.55
+	require.Contains(t, row.markdown(), "lower quartile ≥ 1.55× chan ✗", "the median passes, the lower quartile does not")
+	row.Target = Target{LowMin: 1.4}
+	require.Contains(t, row.markdown(), "| lower quartile ≥ 1.4× chan ✓ |")
+}
+
 func TestHistQuantiles(t *testing.T) {
 	var h hist
 	// 1..100,000 ns: every quantile must come back within the bucket

@@ -80,8 +80,15 @@ func (row Row) markdown() string {
 			q = pairs.Median()
 			lo, hi := pairs.Quartiles()
 			ratio = fmt.Sprintf("%.2f× %s (paired; quartiles %.2f–%.2f)", q, row.RatioTo, lo, hi)
+			verdict = row.Target.verdict(q)
+			if row.Target.LowMin > 0 {
+				if low := (Target{Min: row.Target.LowMin}).verdict(lo); verdict == "" || low == "✗" {
+					verdict = low
+				}
+			}
+		} else {
+			verdict = row.Target.verdict(q)
 		}
-		verdict = row.Target.verdict(q)
 	}
 	if row.Target.Abs {
 		verdict = row.Target.verdict(u)
@@ -103,6 +110,13 @@ func (row Row) markdown() string {
 }
 
 func (t Target) text(ref string) string {
+	if t.LowMin > 0 && t.Text == "" {
+		low := fmt.Sprintf("lower quartile ≥ %g× %s", t.LowMin, ref)
+		if rest := (Target{Min: t.Min, Max: t.Max}).text(ref); rest != "" {
+			return rest + ", " + low
+		}
+		return low
+	}
 	switch {
 	case t.Text != "":
 		return t.Text
