@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
 
 	"github.com/unipoll/unipoll/eventloop"
@@ -86,6 +87,9 @@ func (c *Conn) newTLS(client bool, serverName string) *tlsConn {
 // handshake's result. It reports whether the Conn is established now.
 func (c *Conn) tlsCall() (up bool) {
 	t := c.tls
+	if t.tr.noteDirectReads() {
+		c.noteRead() // the handshake's goroutine read input (tlsTransport invariant 5)
+	}
 	t.tr.mu.Lock()
 	done, err := t.hsDone, t.hsErr
 	t.tr.mu.Unlock()
@@ -210,18 +214,17 @@ func (c *Conn) tlsFeed() eventloop.Action {
 	tr := &c.tls.tr
 	buf := c.l.ReadBuffer(c.tok)
 	for range c.cfg.ReadsPerCall {
-		room := tr.room()
-		if room <= 0 {
+		n, asked, err := tr.feedFrom(c.s, buf)
+		if asked == 0 && err == nil {
 			return eventloop.Keep // stalled: undrained stays, reading() is false
 		}
-		b := buf[:min(len(buf), room)]
-		n, err := c.s.Read(b)
 		if n > 0 {
 			c.noteRead()
-			tr.feed(b[:n])
 		}
 		switch {
-		case err == nil && n < len(b) && !c.hup:
+		case errors.Is(err, net.ErrClosed) && asked == 0:
+			return eventloop.Keep // the Conn is being removed
+		case err == nil && n < asked && !c.hup:
 			c.undrained = false
 			return eventloop.Keep
 		case err == nil:

@@ -28,7 +28,11 @@ import (
 //     is pending before it: the flight then leaves as soon as crypto/tls
 //     has made it, rather than when the Loop's goroutine next runs, which
 //     on a busy process can be after every other handshake's computation
-//     (a full Write needs no trigger either).
+//     (a full Write needs no trigger either). In the same way its Read,
+//     when in is empty, first reads the socket itself: the ClientHello,
+//     in the socket when the handshake starts, needs no pass of the Loop
+//     to reach crypto/tls. Only when the socket has nothing does it wait
+//     for the Loop's feed, which the next edge brings.
 //   - Established: only the Conn's calls use the tls.Conn. Read takes
 //     what is left in in, then reads the socket itself, without blocking:
 //     a socket with nothing to read (or known drained) gives
@@ -53,6 +57,14 @@ import (
 //     and the Conn closes its socket only after Close has set closed. So
 //     the socket's writes never interleave, and none comes after its
 //     close. socket's sockets may be written from any goroutine.
+//  5. Reads of a direct socket during the handshake obey the same rule:
+//     the goroutine reads it only under mu, while handshaking, not
+//     closed, with no error recorded and in empty; the Loop reads it
+//     only in feedFrom, under mu, appending what it read to in before
+//     it lets mu go. So bytes reach crypto/tls in the socket's order:
+//     what the Loop read is in in, which the goroutine empties before
+//     it reads the socket again. readDirect tells the Conn's next call
+//     that input came (for its read clocks, which only its calls touch).
 type tlsTransport struct {
 	c      *Conn // the socket and its read state, for the established phase (the Conn's calls only)
 	l      *eventloop.Loop
@@ -69,6 +81,7 @@ type tlsTransport struct {
 	handshaking bool
 	wake        chan struct{} // cap 1: in grew, inErr or closed was set
 	stalled     atomic.Bool   // invariant 2
+	readDirect  atomic.Bool   // invariant 5: the goroutine read the socket since the Conn's call last looked
 }
 
 // tlsFeedLimit bounds the ciphertext the Loop holds for a handshake that
@@ -124,6 +137,21 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 			tr.mu.Unlock()
 			return tr.c.tlsReadSocket(p)
 		}
+		if tr.direct != nil { // invariant 5
+			n, err := tr.direct.Read(p)
+			switch {
+			case err == nil:
+				if n > 0 {
+					tr.readDirect.Store(true)
+				}
+				tr.mu.Unlock()
+				return n, nil
+			case !isWouldBlock(err):
+				tr.inErr = err // the end of input or an error, for every later Read
+				tr.mu.Unlock()
+				return 0, err
+			}
+		}
 		tr.mu.Unlock()
 		<-tr.wake
 		tr.mu.Lock()
@@ -156,30 +184,39 @@ func (tr *tlsTransport) Write(p []byte) (int, error) {
 	return all, nil
 }
 
-// feed appends ciphertext the Loop read from the socket (the handshake),
-// and reports whether there is room for more.
-func (tr *tlsTransport) feed(b []byte) (room int) {
+// feedFrom is the Loop's read of the socket s during the handshake: under
+// mu (invariant 5), it reads into b, as much as the transport has room
+// for, and appends what it read to in. asked is how much it asked for,
+// zero when the transport is full: it is then marked stalled (invariant
+// 2) and s is not read.
+func (tr *tlsTransport) feedFrom(s Stream, b []byte) (n, asked int, err error) {
 	tr.mu.Lock()
-	tr.in = append(tr.in, b...)
-	room = tlsFeedLimit - (len(tr.in) - tr.inAt)
+	room := tlsFeedLimit - (len(tr.in) - tr.inAt)
 	if room <= 0 {
 		tr.stalled.Store(true)
+		tr.mu.Unlock()
+		return 0, 0, nil
+	}
+	if tr.closed {
+		tr.mu.Unlock()
+		return 0, 0, net.ErrClosed
+	}
+	b = b[:min(len(b), room)]
+	n, err = s.Read(b)
+	if n > 0 {
+		tr.in = append(tr.in, b[:n]...)
 	}
 	tr.mu.Unlock()
-	tr.signal()
-	return room
+	if n > 0 {
+		tr.signal()
+	}
+	return n, len(b), err
 }
 
-// room is how much more the Loop may feed now; at the limit it marks the
-// transport stalled (invariant 2).
-func (tr *tlsTransport) room() int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	r := tlsFeedLimit - (len(tr.in) - tr.inAt)
-	if r <= 0 {
-		tr.stalled.Store(true)
-	}
-	return r
+// noteDirectReads reports whether the handshake's goroutine has read the
+// socket since the last call, and forgets it (invariant 5).
+func (tr *tlsTransport) noteDirectReads() bool {
+	return tr.readDirect.Load() && tr.readDirect.Swap(false)
 }
 
 // end records the socket's end of input or read error for the reader.
