@@ -87,12 +87,14 @@ func (c *Conn) newTLS(client bool, serverName string) *tlsConn {
 // handshake's result. It reports whether the Conn is established now.
 func (c *Conn) tlsCall() (up bool) {
 	t := c.tls
-	if t.tr.noteDirectReads() {
-		c.noteRead() // the handshake's goroutine read input (tlsTransport invariant 5)
-	}
 	t.tr.mu.Lock()
 	done, err := t.hsDone, t.hsErr
 	t.tr.mu.Unlock()
+	// After hsDone is read: a read the goroutine made before it finished
+	// is seen here, by this call or (not done) by a later one.
+	if t.tr.noteDirectReads() {
+		c.noteRead() // the handshake's goroutine read input (tlsTransport invariant 5)
+	}
 	switch {
 	case !done && t.timedOut.Load():
 		c.fail(ErrHandshakeTimeout)

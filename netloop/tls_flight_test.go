@@ -87,10 +87,10 @@ func TestTLSServerFlightWithoutLoop(t *testing.T) {
 // The ClientHello reaches crypto/tls from the handshake's goroutine, not
 // from a pass of the Loop: the Conn is added with the ClientHello already
 // in its socket, by an accept call that then holds the Loop until the
-// client is done, so the Loop never reads the socket during the handshake. A TLS 1.3 client
-// still finishes its handshake (the server's flight leaves from the
-// goroutine too); once the Loop is released the Conn echoes, its read
-// clocks told of the goroutine's reads.
+// client is done, so the Loop never reads the socket during the handshake.
+// A TLS 1.3 client still finishes its handshake (the server's flight
+// leaves from the goroutine too); once the Loop is released the Conn
+// echoes.
 func TestTLSServerReadsHelloWithoutLoop(t *testing.T) {
 	rig := newTLSRig(t)
 	held, release := make(chan struct{}), make(chan struct{})

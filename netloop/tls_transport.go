@@ -140,12 +140,13 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 		if tr.direct != nil { // invariant 5
 			n, err := tr.direct.Read(p)
 			switch {
-			case err == nil:
-				if n > 0 {
-					tr.readDirect.Store(true)
-				}
+			case n > 0: // with an error too: the next Read meets it again
+				tr.readDirect.Store(true)
 				tr.mu.Unlock()
 				return n, nil
+			case err == nil:
+				tr.mu.Unlock()
+				return 0, nil
 			case !isWouldBlock(err):
 				tr.inErr = err // the end of input or an error, for every later Read
 				tr.mu.Unlock()

@@ -32,3 +32,28 @@ func TestTimerCloseReleasesItsID(t *testing.T) {
 	waitEvent(t, p)
 	require.Equal(t, []string{"after"}, drain(tm))
 }
+
+// A Timer closed after its Poll holds nothing, whichever way it keeps its
+// values (in the wheel's keys, or in its slab).
+func TestTimerLenAfterPollClose(t *testing.T) {
+	t.Run("key", func(t *testing.T) { testLenAfterPollClose(t, 1, 2) })
+	t.Run("slab", func(t *testing.T) { testLenAfterPollClose(t, "1", "2") })
+}
+
+func testLenAfterPollClose[T any](t *testing.T, a, b T) {
+	p, err := poll.New()
+	require.NoError(t, err)
+	tm, err := New[T]()
+	require.NoError(t, err)
+	require.NoError(t, p.Register(tm, tok, poll.Readable, poll.Edge))
+	_, err = tm.Set(time.Hour, a)
+	require.NoError(t, err)
+	_, err = tm.Set(time.Hour, b)
+	require.NoError(t, err)
+	require.Equal(t, 2, tm.Len())
+	require.NoError(t, p.Close())
+	require.NoError(t, tm.Close())
+	require.Zero(t, tm.Len(), "a closed Timer holds nothing")
+	_, err = tm.Set(time.Hour, a)
+	require.ErrorIs(t, err, ErrClosed)
+}

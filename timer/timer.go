@@ -222,7 +222,13 @@ func (t *Timer[T]) Len() int {
 		return 0
 	}
 	if t.inline {
-		// The wheel counts them (a closed Queue's counts are zero).
+		// The wheel counts them. A closed Timer holds nothing, but its
+		// Queue's counts stay as they were when its Poll closed first.
+		closed := false
+		t.q.Locked(func() { closed = t.closed })
+		if closed {
+			return 0
+		}
 		s := t.q.Stats()
 		return s.Pending + s.Expired
 	}
