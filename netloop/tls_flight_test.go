@@ -50,36 +50,10 @@ func TestTLSServerFlightWithoutLoop(t *testing.T) {
 		}
 	}()
 
-	done := make(chan error, 1)
-	var c *tls.Conn
-	go func() {
-		d := rig.clientConfig(tls.VersionTLS13)
-		var err error
-		c, err = tls.Dial("tcp", addr, d)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(waitLimit):
-		t.Fatal("the client's handshake did not finish while the Loop was busy: the server's flight waited for it")
-	}
-	defer c.Close()
-	select {
-	case <-held:
-	default:
-		t.Fatal("the Loop was not held during the handshake")
-	}
+	c := dialWhileHeld(t, rig, addr, held, "the server's flight")
 	close(release)
 	released = true
-
-	require.NoError(t, c.SetDeadline(time.Now().Add(waitLimit)))
-	_, err := c.Write([]byte("after the flight"))
-	require.NoError(t, err)
-	buf := make([]byte, len("after the flight"))
-	_, err = io.ReadFull(c, buf)
-	require.NoError(t, err)
-	require.Equal(t, "after the flight", string(buf))
+	requireEcho(t, c, "after the flight")
 	st := <-(<-hs).states
 	require.Equal(t, uint16(tls.VersionTLS13), st.Version)
 }
@@ -123,36 +97,54 @@ func TestTLSServerReadsHelloWithoutLoop(t *testing.T) {
 	require.NoError(t, err)
 	runGroup(t, g)
 
+	c := dialWhileHeld(t, rig, ln.Addr().String(), held, "the ClientHello", accepted)
+	close(release)
+	released = true
+	requireEcho(t, c, "after the hello")
+	st := <-(<-hs).states
+	require.Equal(t, uint16(tls.VersionTLS13), st.Version)
+}
+
+// dialWhileHeld completes a TLS 1.3 client handshake with addr while the
+// server's Loop is held (held is closed by then), failing the test if it
+// does not finish within waitLimit: what (in the server) must not have
+// waited for the Loop. Each of also (the server's accept, say) must yield
+// nil first. The test's cleanup closes the Conn.
+func dialWhileHeld(t *testing.T, rig *tlsRig, addr string, held chan struct{}, what string, also ...chan error) *tls.Conn {
+	t.Helper()
 	done := make(chan error, 1)
 	var c *tls.Conn
 	go func() {
 		var err error
-		c, err = tls.Dial("tcp", ln.Addr().String(), rig.clientConfig(tls.VersionTLS13))
+		c, err = tls.Dial("tcp", addr, rig.clientConfig(tls.VersionTLS13))
 		done <- err
 	}()
-	require.NoError(t, <-accepted)
+	for _, ch := range also {
+		require.NoError(t, <-ch)
+	}
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 	case <-time.After(waitLimit):
-		t.Fatal("the client's handshake did not finish while the Loop was busy: the ClientHello waited for it")
+		t.Fatalf("the client's handshake did not finish while the Loop was busy: %s waited for it", what)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
 	select {
 	case <-held:
 	default:
 		t.Fatal("the Loop was not held during the handshake")
 	}
-	close(release)
-	released = true
+	return c
+}
 
+// requireEcho writes msg on c and reads it back.
+func requireEcho(t *testing.T, c *tls.Conn, msg string) {
+	t.Helper()
 	require.NoError(t, c.SetDeadline(time.Now().Add(waitLimit)))
-	_, err = c.Write([]byte("after the hello"))
+	_, err := c.Write([]byte(msg))
 	require.NoError(t, err)
-	buf := make([]byte, len("after the hello"))
+	buf := make([]byte, len(msg))
 	_, err = io.ReadFull(c, buf)
 	require.NoError(t, err)
-	require.Equal(t, "after the hello", string(buf))
-	st := <-(<-hs).states
-	require.Equal(t, uint16(tls.VersionTLS13), st.Version)
+	require.Equal(t, msg, string(buf))
 }
