@@ -32,12 +32,26 @@ func TestSetModeEdgeLevelEdge(t *testing.T) {
 			eventually(t, "calls at every look under Level", func() bool { return rec.count() > 10 })
 
 			require.NoError(t, l.SetMode(tok, poll.Readable, poll.Edge))
-			quiesce(t, l) // calls already on their way
-			n := rec.count()
-			quiesce(t, l)
-			require.Equal(t, n, rec.count(), "Edge again, and still called without an edge")
+			// Events the Poll reported under Level before SetMode still
+			// bring calls: a worker may hold one in its batch while the
+			// others go round several times. A Level left on would call
+			// at every iteration, so the count must stop moving.
+			settled := func(what string) int {
+				var n int
+				eventually(t, what, func() bool {
+					n = rec.count()
+					quiesce(t, l)
+					return rec.count() == n && rec.inside.Load() == 0
+				})
+				return n
+			}
+			n := settled("no more calls under Edge")
 			require.NoError(t, src.set.SetReadiness(poll.Readable))
-			eventually(t, "the new edge's call", func() bool { return rec.count() == n+1 })
+			eventually(t, "the new edge's call", func() bool { return rec.count() > n })
+			// One call for the edge, and at most one late Level event
+			// from each of the other workers' batches.
+			got := settled("one call for the new edge") - n
+			require.True(t, got >= 1 && got <= workers, "%d calls for one edge with %d workers", got, workers)
 			rec.check(t)
 		})
 	}

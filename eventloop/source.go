@@ -174,6 +174,10 @@ func (l *Loop) SetInterest(t poll.Token, interest poll.Ready) error {
 // Poll, not a read that finds nothing, says it holds more). Oneshot is
 // the Loop's to manage (Disarm, Rearm), so a change to or from it returns
 // an error wrapping ErrInvalidArgument.
+//
+// Events the Poll reported before the change may still bring calls after
+// SetMode returns, as with Reregister: with several workers, one may hold
+// such an event in its batch while the others poll.
 func (l *Loop) SetMode(t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
 	e, gen, err := l.entryOf(t)
 	if err != nil {

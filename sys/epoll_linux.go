@@ -5,6 +5,7 @@ package sys
 import (
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -209,6 +210,11 @@ func (s *epollSelector) Select(events []Event, timeout time.Duration) (int, bool
 			n, err = s.park(buf, dl)
 		default:
 			if n, err = s.look(buf); err == nil && n == 0 {
+				// Let the goroutines this thread's processor has queued
+				// run before it blocks: while it sleeps in epoll_wait they
+				// wait for sysmon to hand the processor on (see
+				// epoll_wait_linux.go).
+				runtime.Gosched()
 				n, err = s.wait(buf, dl.remaining())
 			}
 		}
