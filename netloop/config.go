@@ -90,6 +90,9 @@ type Config struct {
 	// MaxHandshakes bounds the TLS handshakes running at once on the
 	// Conn's Loop: each runs in a goroutine (crypto/tls's handshake
 	// blocks); more wait in a queue, without one, until a place is free.
+	// A server's handshake asks for a place only once the Loop has read
+	// the client's whole ClientHello, so clients that send nothing, or
+	// part of one, take none.
 	// An established Conn has no goroutine. Default
 	// DefaultMaxHandshakes().
 	MaxHandshakes int

@@ -156,7 +156,9 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 			t.cancel = cancel
 			t.tr.mu.Unlock()
 		}
-		c.ls.hs.start(t, cfg.MaxHandshakes)
+		if !t.waitHello { // a client's: it speaks first (a server's starts in tlsFeed)
+			c.ls.hs.start(t, cfg.MaxHandshakes)
+		}
 	}
 	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
 		c.firstDeadline(min(nonZero(cfg.ReadTimeout), nonZero(cfg.IdleTimeout), nonZero(cfg.WriteTimeout)))

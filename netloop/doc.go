@@ -67,7 +67,13 @@
 // writes to it. Those goroutines are bounded per Loop by
 // Config.MaxHandshakes (the rest wait in a queue, a pointer each), and
 // Config.HandshakeTimeout closes a Conn whose handshake, queued or
-// running, has not finished (ErrHandshakeTimeout). An established Conn
+// running, has not finished (ErrHandshakeTimeout). A server's handshake
+// takes a place only once the Loop has read the client's whole
+// ClientHello: a client that connects and sends nothing, or part of a
+// hello, holds no goroutine and no place, and at most one record (16 KiB)
+// of its input is held. One that sends a whole hello and then stalls
+// holds a place until its timeout, so size MaxHandshakes and
+// HandshakeTimeout for the clients' round trips. An established Conn
 // has no goroutine: the Loop calls tls.Conn.Read and Write in the Conn's
 // calls, over the same transport, whose Read returns a temporary
 // net.Error when the socket has nothing more, which crypto/tls's record

@@ -1,6 +1,8 @@
 package netloop
 
 import (
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -104,10 +106,13 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	}
 }
 
-// Many half-open handshakes with a small MaxHandshakes: the goroutines
-// stay within the limit (the rest wait in the queue, without one), every
-// one is closed at its timeout, also those that never left the queue,
-// and the server then serves a real client, with no goroutine left over.
+// Many half-open handshakes with a small MaxHandshakes: half send part
+// of a ClientHello (they take no place, tls_hello.go), half a whole one
+// and then nothing (their handshakes take the places and the rest wait in
+// the queue, without a goroutine). The goroutines stay within the limit,
+// every one is closed at its timeout, also those that never left the
+// queue, and the server then serves a real client, with no goroutine
+// left over.
 func TestTLSHalfOpenFlood(t *testing.T) {
 	rig := newTLSRig(t)
 	const (
@@ -124,9 +129,15 @@ func TestTLSHalfOpenFlood(t *testing.T) {
 	l := g.Loops()[0]
 	base := runtime.NumGoroutine()
 	conns := make([]net.Conn, clients)
+	whole := clientHello(t, rig.clientConfig(0))
 	for i := range conns {
 		conns[i] = rawDial(t, addr)
-		_, err := io.WriteString(conns[i], "\x16\x03\x01\x01\x00half") // a header, and 4 of its 256 bytes
+		var err error
+		if i%2 == 0 {
+			_, err = conns[i].Write(whole)
+		} else {
+			_, err = io.WriteString(conns[i], "\x16\x03\x01\x01\x00half") // a header, and 4 of its 256 bytes
+		}
 		require.NoError(t, err)
 	}
 	testsupport.WaitFor(t, "all clients on the Loop", func() bool { return Conns(l) == clients })
@@ -157,4 +168,23 @@ func TestTLSPeerCloseNotify(t *testing.T) {
 	n, err := c.Read(make([]byte, 1))
 	require.Zero(t, n)
 	require.ErrorIs(t, err, io.EOF)
+}
+
+// clientHello is the ClientHello record a crypto/tls client with cfg
+// sends first.
+func clientHello(t testing.TB, cfg *tls.Config) []byte {
+	t.Helper()
+	cfg = cfg.Clone()
+	cfg.ServerName = "localhost"
+	a, b := net.Pipe()
+	defer func() { _, _ = a.Close(), b.Close() }()
+	go func() { _ = tls.Client(a, cfg).Handshake() }() // ends at the pipe's close
+	rec := make([]byte, recordHeaderLen)
+	_, err := io.ReadFull(b, rec)
+	require.NoError(t, err)
+	rec = append(rec, make([]byte, binary.BigEndian.Uint16(rec[3:5]))...)
+	_, err = io.ReadFull(b, rec[recordHeaderLen:])
+	require.NoError(t, err)
+	require.True(t, helloReady(rec), "not a whole ClientHello")
+	return rec
 }

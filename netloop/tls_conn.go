@@ -34,7 +34,8 @@ type TLSHandler interface {
 //  1. Until the Conn's call sees hsDone (under tr.mu), the handshake's
 //     goroutine alone uses tc; the call that sees it sets established,
 //     and from then on the Conn's calls alone use tc.
-//  2. ahead, pending and notified are the Conn's calls' alone.
+//  2. waitHello, ahead, pending and notified are the Conn's calls' alone
+//     (waitHello is set in Add, before the first call).
 //  3. ahead is the count of plaintext bytes at the front of the Conn's
 //     queue (out[at:]) already encrypted into tr.out: they count as
 //     written once tr.out is all on the socket. Write only appends to the
@@ -46,6 +47,7 @@ type tlsConn struct {
 	hsDone bool  // under tr.mu: the handshake ended
 	hsErr  error // under tr.mu: how
 
+	waitHello   bool // a server's handshake waits for the whole ClientHello before it starts (tls_hello.go)
 	established bool // the handshake succeeded, seen by the Conn's call
 	pending     bool // tc may hold input: its last Read did not say "no more now"
 	notified    bool // close_notify is queued
@@ -64,7 +66,7 @@ const tlsWriteChunk = 64 << 10
 // Conn's first call.
 func (c *Conn) newTLS(client bool, serverName string) *tlsConn {
 	t := &tlsConn{}
-	t.tr = tlsTransport{c: c, l: c.l, handshaking: true, wake: make(chan struct{}, 1)}
+	t.tr = tlsTransport{c: c, l: c.l, handshaking: true, feedLimit: tlsFeedLimit, wake: make(chan struct{}, 1)}
 	if client {
 		cfg := c.cfg.TLS
 		if cfg.ServerName == "" && serverName != "" {
@@ -74,6 +76,7 @@ func (c *Conn) newTLS(client bool, serverName string) *tlsConn {
 		t.tc = tls.Client(&t.tr, cfg)
 	} else {
 		t.tc = tls.Server(&t.tr, c.cfg.TLS)
+		t.waitHello, t.tr.feedLimit = true, helloFeedLimit
 		switch c.s.(type) {
 		case *socket.TCPConn, *socket.UnixConn: // accepted, so connected: see tlsTransport
 			t.tr.direct = c.s
@@ -217,6 +220,9 @@ func (c *Conn) tlsFeed() eventloop.Action {
 	buf := c.l.ReadBuffer(c.tok)
 	for range c.cfg.ReadsPerCall {
 		n, asked, err := tr.feedFrom(c.s, buf)
+		if c.tls.waitHello && (n > 0 || asked == 0) && tr.helloReady() {
+			c.tlsStart()
+		}
 		if asked == 0 && err == nil {
 			return eventloop.Keep // stalled: undrained stays, reading() is false
 		}
@@ -236,10 +242,20 @@ func (c *Conn) tlsFeed() eventloop.Action {
 		default: // the end of input or an error: the handshake fails on it
 			c.undrained = false
 			tr.end(err)
+			if c.tls.waitHello {
+				c.tlsStart() // crypto/tls says what was wrong: "EOF", a reset
+			}
 			return eventloop.Keep
 		}
 	}
 	return eventloop.Again
+}
+
+// tlsStart gives a server Conn's handshake to the Loop's pool, once its
+// ClientHello is in (tls_hello.go); Add starts a client's.
+func (c *Conn) tlsStart() {
+	c.tls.waitHello = false
+	c.ls.hs.start(c.tls, c.cfg.MaxHandshakes)
 }
 
 // writeStream writes to the Stream, or encrypts for a TLS Conn: n is

@@ -2,16 +2,13 @@ package netloop
 
 import (
 	"crypto/tls"
-	"fmt"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/unipoll/unipoll/eventloop"
-	"github.com/unipoll/unipoll/socket"
 )
 
 // A server's handshake flight leaves from the handshake's goroutine, not
@@ -54,53 +51,6 @@ func TestTLSServerFlightWithoutLoop(t *testing.T) {
 	close(release)
 	released = true
 	requireEcho(t, c, "after the flight")
-	st := <-(<-hs).states
-	require.Equal(t, uint16(tls.VersionTLS13), st.Version)
-}
-
-// The ClientHello reaches crypto/tls from the handshake's goroutine, not
-// from a pass of the Loop: the Conn is added with the ClientHello already
-// in its socket, by an accept call that then holds the Loop until the
-// client is done, so the Loop never reads the socket during the handshake.
-// A TLS 1.3 client still finishes its handshake (the server's flight
-// leaves from the goroutine too); once the Loop is released the Conn
-// echoes.
-func TestTLSServerReadsHelloWithoutLoop(t *testing.T) {
-	rig := newTLSRig(t)
-	held, release := make(chan struct{}), make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	hs := make(chan *tlsEcho, 1)
-	accepted := make(chan error, 1)
-	g, err := NewGroup(GroupConfig{Loops: 1})
-	require.NoError(t, err)
-	cfg := Config{TLS: rig.serverConfig(), IdleTimeout: time.Hour}
-	ln, err := g.ListenTCP("tcp", "127.0.0.1:0", func(l *eventloop.Loop, c *socket.TCPConn) {
-		// Wait, on the Loop, until the ClientHello is in the socket.
-		fds := []unix.PollFd{{Fd: int32(c.Fd()), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, int(waitLimit/time.Millisecond)); n != 1 {
-			accepted <- fmt.Errorf("no ClientHello in the socket: %v", err)
-			_ = c.Close()
-			return
-		}
-		h := newTLSEcho()
-		hs <- h
-		close(held)
-		_, err := Add(l, c, h, cfg)
-		accepted <- err
-		<-release // the Loop is held in this call
-	})
-	require.NoError(t, err)
-	runGroup(t, g)
-
-	c := dialWhileHeld(t, rig, ln.Addr().String(), held, "the ClientHello", accepted)
-	close(release)
-	released = true
-	requireEcho(t, c, "after the hello")
 	st := <-(<-hs).states
 	require.Equal(t, uint16(tls.VersionTLS13), st.Version)
 }

@@ -11,7 +11,8 @@ import (
 // handshake cannot be stopped at "no input yet" and resumed later, as an
 // established connection's Read can. So each handshake runs in a
 // goroutine, whose reads wait for the ciphertext the Loop feeds
-// (tls_transport.go). Those goroutines are bounded: at most
+// (tls_transport.go); a server's starts once the Loop has read the whole
+// ClientHello (tls_hello.go). Those goroutines are bounded: at most
 // Config.MaxHandshakes of a Loop's handshakes run at once; the others
 // wait in the Loop's queue as a pointer each, not as a goroutine. A
 // goroutine that finishes a handshake takes the next one from the queue,
@@ -82,6 +83,7 @@ func (p *handshakes) run(t *tlsConn) {
 func (t *tlsConn) handshake() {
 	t.tr.mu.Lock()
 	closed := t.tr.closed
+	t.tr.feedLimit = tlsFeedLimit // a stalled feed resumes at crypto/tls's first Read (invariant 2 of tlsTransport)
 	t.tr.mu.Unlock()
 	var err error
 	if closed {

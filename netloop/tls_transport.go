@@ -29,10 +29,12 @@ import (
 //     has made it, rather than when the Loop's goroutine next runs, which
 //     on a busy process can be after every other handshake's computation
 //     (a full Write needs no trigger either). In the same way its Read,
-//     when in is empty, first reads the socket itself: the ClientHello,
-//     in the socket when the handshake starts, needs no pass of the Loop
-//     to reach crypto/tls. Only when the socket has nothing does it wait
-//     for the Loop's feed, which the next edge brings.
+//     when in is empty, first reads the socket itself: the client's
+//     Finished, which follows the server's flight, needs no pass of the
+//     Loop to reach crypto/tls. Only when the socket has nothing does it
+//     wait for the Loop's feed, which the next edge brings. (The
+//     ClientHello is the Loop's to read: a server's handshake starts only
+//     once the Loop holds it whole, tls_hello.go.)
 //   - Established: only the Conn's calls use the tls.Conn. Read takes
 //     what is left in in, then reads the socket itself, without blocking:
 //     a socket with nothing to read (or known drained) gives
@@ -43,10 +45,10 @@ import (
 //     to the socket (Conn.tlsWrite).
 //
 // Invariants:
-//  1. in[inAt:], out[outAt:], inErr, closed, handshaking and hsDone/hsErr
-//     (tlsConn) are guarded by mu. The goroutine touches nothing else of
+//  1. in[inAt:], out[outAt:], inErr, closed, handshaking, feedLimit and
+//     hsDone/hsErr (tlsConn) are guarded by mu. The goroutine touches nothing else of
 //     the Conn: l and tok are fixed before it starts.
-//  2. stalled is set by the Loop, under mu, when in holds tlsFeedLimit
+//  2. stalled is set by the Loop, under mu, when in holds feedLimit
 //     bytes; Read clears it under mu when it takes some, and then triggers
 //     the Conn, so a feed stopped by a full buffer always resumes.
 //  3. Once handshaking is false it stays false, and the goroutine no
@@ -79,6 +81,7 @@ type tlsTransport struct {
 	inErr       error // the socket's end of input or read error, after in
 	closed      bool  // the Conn was removed
 	handshaking bool
+	feedLimit   int           // what in may hold: helloFeedLimit until a server's handshake runs, then tlsFeedLimit
 	wake        chan struct{} // cap 1: in grew, inErr or closed was set
 	stalled     atomic.Bool   // invariant 2
 	readDirect  atomic.Bool   // invariant 5: the goroutine read the socket since the Conn's call last looked
@@ -192,7 +195,7 @@ func (tr *tlsTransport) Write(p []byte) (int, error) {
 // 2) and s is not read.
 func (tr *tlsTransport) feedFrom(s Stream, b []byte) (n, asked int, err error) {
 	tr.mu.Lock()
-	room := tlsFeedLimit - (len(tr.in) - tr.inAt)
+	room := tr.feedLimit - (len(tr.in) - tr.inAt)
 	if room <= 0 {
 		tr.stalled.Store(true)
 		tr.mu.Unlock()
@@ -212,6 +215,14 @@ func (tr *tlsTransport) feedFrom(s Stream, b []byte) (n, asked int, err error) {
 		tr.signal()
 	}
 	return n, len(b), err
+}
+
+// helloReady reports whether in holds enough for a server's handshake to
+// begin (tls_hello.go).
+func (tr *tlsTransport) helloReady() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return helloReady(tr.in[tr.inAt:])
 }
 
 // noteDirectReads reports whether the handshake's goroutine has read the
