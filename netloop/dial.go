@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -194,6 +195,11 @@ func (dr *Dialer) newDial(ctx context.Context, l *eventloop.Loop, network, addre
 	cfg, err := dr.Config.withDefaults()
 	if err != nil {
 		return nil, "", "", err
+	}
+	if cfg.TLS != nil && cfg.TLS.Renegotiation != tls.RenegotiateNever {
+		// The server's HelloRequest would start a handshake inside a
+		// Conn's call, which crypto/tls runs as if its reads blocked.
+		return nil, "", "", fmt.Errorf("%w: netloop: Dial with Config.TLS.Renegotiation %d (only tls.RenegotiateNever)", ErrInvalidArgument, cfg.TLS.Renegotiation)
 	}
 	switch network {
 	case "tcp", "tcp4", "tcp6":
