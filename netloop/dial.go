@@ -119,8 +119,8 @@ func Dial(ctx context.Context, l *eventloop.Loop, network, address string, h Han
 //
 // Dial returns an error, and done is never called, when the dial cannot
 // start: a nil or zero Loop, nil ctx, h or done, an unknown network, a
-// malformed address or a Config out of range (ErrInvalidArgument), or a
-// closed Loop (ErrClosed).
+// malformed address, a Config out of range or one whose TLS would
+// renegotiate (ErrInvalidArgument), or a closed Loop (ErrClosed).
 func (dr *Dialer) Dial(ctx context.Context, l *eventloop.Loop, network, address string, h Handler, done func(c *Conn, err error)) error {
 	d, host, port, err := dr.newDial(ctx, l, network, address, h, done)
 	if err != nil {
