@@ -119,8 +119,8 @@ func (h *tlsHoarder) Closed(c *Conn, err error) { h.closed <- err }
 // stay open; the byte that fills the buffer is handed to Data with the
 // rest (MaxReadBuffer bytes, never more) and the Conn is closed with
 // ErrReadBufferFull. The same when the plaintext comes at once, exactly
-// MaxReadBuffer bytes or more, in one record. The Conn discarded input:
-// the client's read ends in ECONNRESET.
+// MaxReadBuffer bytes or more. The Conn discarded input: the client hears
+// ECONNRESET.
 func TestTLSReadBufferBound(t *testing.T) {
 	rig := newTLSRig(t)
 	for _, tc := range []struct {
@@ -141,14 +141,21 @@ func TestTLSReadBufferBound(t *testing.T) {
 			c := dialTLS(t, addr, rig.clientConfig(0))
 			h := <-hs
 			srv := <-h.conns
-			sent := 0
+			sent, reset := 0, false
 			for i, n := range tc.sends {
 				_, err := c.Write(bytes.Repeat([]byte{'r'}, n))
-				require.NoError(t, err)
 				sent += n
 				if i == len(tc.sends)-1 {
+					// Go's client sends the first bytes of a connection in
+					// records of about 1,200: the Conn may close on the
+					// first while the client still writes the next.
+					if err != nil {
+						require.ErrorIs(t, err, syscall.ECONNRESET)
+						reset = true
+					}
 					break
 				}
+				require.NoError(t, err)
 				// Not the last: wait until Data has been handed all of it,
 				// then look at the Conn in its next call.
 				for got := 0; got < sent; {
@@ -169,8 +176,10 @@ func TestTLSReadBufferBound(t *testing.T) {
 				last = n
 			}
 			require.Equal(t, tlsBoundsMax, last, "the last Data call was not handed the full buffer")
-			_, err = io.Copy(io.Discard, c)
-			require.ErrorIs(t, err, syscall.ECONNRESET, "the Conn discarded input")
+			if !reset { // else the client's write heard it
+				_, err = io.Copy(io.Discard, c)
+				require.ErrorIs(t, err, syscall.ECONNRESET, "the Conn discarded input")
+			}
 		})
 	}
 }
