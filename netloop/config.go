@@ -80,7 +80,9 @@ type Config struct {
 	// as package net's have: the handshake's last flight and the first
 	// data go out in separate writes, and Nagle's algorithm would hold the
 	// second for the peer's delayed ACK (40 ms on Linux); SetNoDelay(false)
-	// undoes it.
+	// undoes it. Dial refuses (ErrInvalidArgument) a Renegotiation other
+	// than tls.RenegotiateNever: a renegotiation is a handshake inside
+	// Read, which a Conn's call cannot wait for.
 	TLS *tls.Config
 	// HandshakeTimeout bounds a TLS handshake, from Add, the wait for a
 	// place among the Loop's handshakes (MaxHandshakes) included: the

@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -118,8 +119,8 @@ func Dial(ctx context.Context, l *eventloop.Loop, network, address string, h Han
 //
 // Dial returns an error, and done is never called, when the dial cannot
 // start: a nil or zero Loop, nil ctx, h or done, an unknown network, a
-// malformed address or a Config out of range (ErrInvalidArgument), or a
-// closed Loop (ErrClosed).
+// malformed address, a Config out of range or one whose TLS would
+// renegotiate (ErrInvalidArgument), or a closed Loop (ErrClosed).
 func (dr *Dialer) Dial(ctx context.Context, l *eventloop.Loop, network, address string, h Handler, done func(c *Conn, err error)) error {
 	d, host, port, err := dr.newDial(ctx, l, network, address, h, done)
 	if err != nil {
@@ -194,6 +195,11 @@ func (dr *Dialer) newDial(ctx context.Context, l *eventloop.Loop, network, addre
 	cfg, err := dr.Config.withDefaults()
 	if err != nil {
 		return nil, "", "", err
+	}
+	if cfg.TLS != nil && cfg.TLS.Renegotiation != tls.RenegotiateNever {
+		// The server's HelloRequest would start a handshake inside a
+		// Conn's call, which crypto/tls runs as if its reads blocked.
+		return nil, "", "", fmt.Errorf("%w: netloop: Dial with Config.TLS.Renegotiation %d (only tls.RenegotiateNever)", ErrInvalidArgument, cfg.TLS.Renegotiation)
 	}
 	switch network {
 	case "tcp", "tcp4", "tcp6":

@@ -58,6 +58,9 @@
 // TLSHandler is told when it is done. Close and CloseWrite send
 // close_notify before the FIN; the peer's close_notify (or its FIN at a
 // record boundary, as crypto/tls decides) is the end of input.
+// Renegotiation is refused as crypto/tls refuses it: a client's attempt
+// ends its Conn with crypto/tls's error, and Dial refuses a Config.TLS
+// that would renegotiate (see Config.TLS).
 //
 // One part of crypto/tls cannot be driven without blocking: the
 // handshake (tls.Conn.Handshake) reads and writes as if blocking and
