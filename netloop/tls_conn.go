@@ -181,8 +181,15 @@ func (c *Conn) readStream(buf []byte) (int, error) {
 	}
 	n, err := c.tls.tc.Read(buf)
 	c.tls.pending = err == nil
-	if err != nil && isWouldBlock(err) {
+	switch {
+	case err == nil:
+	case isWouldBlock(err):
 		err = socket.ErrWouldBlock
+	default:
+		// The alert crypto/tls wrote as it failed (an unexpected message,
+		// such as a renegotiation's ClientHello; a bad record MAC) goes
+		// out before the Conn closes, if the socket takes it.
+		_ = c.tls.tr.flushOut(c.s)
 	}
 	return n, err
 }

@@ -16,9 +16,8 @@ import (
 // s_client's "R" command, in TLS 1.2 (1.3 has none), sends a new
 // ClientHello on the established connection; the server's Conn closes
 // with crypto/tls's error, no second handshake happens (s_client never
-// hears a second ServerHello), and the server goes on serving new
-// clients. (crypto/tls also writes an unexpected_message alert; the Conn
-// does not send it: the read error closes the Conn without flushing it.)
+// hears a second ServerHello, but the unexpected_message alert
+// crypto/tls wrote), and the server goes on serving new clients.
 func TestTLSOpenSSLRenegotiationRefused(t *testing.T) {
 	rig := newTLSRig(t)
 	caFile, _, _ := rig.ca.WritePEM(t, rig.server)
@@ -41,6 +40,9 @@ func TestTLSOpenSSLRenegotiationRefused(t *testing.T) {
 	}
 	// The server's Conn is closed: no ServerHello can follow.
 	require.Equal(t, 1, strings.Count(o.output(), "], ServerHello\n"), "a second handshake was answered:\n%s", o.output())
+	if !testsupport.Eventually(waitLimit, func() bool { return strings.Contains(o.output(), "fatal unexpected_message") }) {
+		t.Fatalf("s_client did not hear the server's alert:\n%s", o.output())
+	}
 
 	c := dialTLS(t, addr, rig.clientConfig(0))
 	roundTrip(t, c, "still served")
