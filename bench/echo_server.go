@@ -28,6 +28,7 @@ func serverMain(args []string) error {
 	cert := fs.String("tls-cert", "", "a TLS server (tlsServers): its certificate, a PEM file")
 	key := fs.String("tls-key", "", "a TLS server: the certificate's key, a PEM file")
 	stats := fs.String("stats", "", "write the goroutine count and live heap to this file at each SIGUSR1")
+	fs.DurationVar(&tlsHandshakeTimeout, "tls-handshake-timeout", 0, "tls-unipoll: Config.HandshakeTimeout (0: netloop's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

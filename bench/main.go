@@ -49,6 +49,7 @@ type options struct {
 	servers  string
 	conns    string
 	sizes    string
+	parts    string
 	variants []variant
 }
 
@@ -65,6 +66,7 @@ func main() {
 	flag.StringVar(&o.servers, "servers", "", "echo: only these servers, comma-separated (unipoll always runs)")
 	flag.StringVar(&o.conns, "conns", "", "echo: only these connection counts, comma-separated")
 	flag.StringVar(&o.sizes, "sizes", "", "echo: only these message sizes in bytes, comma-separated")
+	flag.StringVar(&o.parts, "parts", "", "tls: only these parts, comma-separated (echo, idle, flood, handshakes, resp)")
 	flag.Func("variant", "also measure unipoll with extra environment, as NAME:K=V[,K=V] (repeatable), e.g. poll:UNIPOLL_BACKEND=poll", func(v string) error {
 		name, env, ok := strings.Cut(v, ":")
 		if !ok || name == "" || !strings.Contains(env, "=") {

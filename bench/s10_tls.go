@@ -13,6 +13,8 @@ package main
 //     1,000 connections, 16 B and 1 KiB; server CPU per message and p99;
 //   - idle (s10_tls_idle.go): memory per idle TLS connection and the
 //     server's goroutines with them all open;
+//   - flood (s10_tls_flood.go): the same figures for connections that
+//     never finish a handshake, and a real client's handshake meanwhile;
 //   - handshakes (s10_tls_handshake.go): full TLS 1.3 handshakes per
 //     second and server CPU per handshake;
 //   - RESP (s10_tls_resp.go): redis-benchmark --tls against examples/resp
@@ -49,14 +51,16 @@ var tlsAbout = map[string]string{
 }
 
 // tlsStart is how to start TLS server name on a port, pinned to cpu
-// (-1: not pinned), writing its stats to statsFile if not empty.
-func (r *Runner) tlsStart(files tlsFiles, name, statsFile string) func(cpu, port int) *exec.Cmd {
+// (-1: not pinned), writing its stats to statsFile if not empty, with
+// extra server flags.
+func (r *Runner) tlsStart(files tlsFiles, name, statsFile string, extra ...string) func(cpu, port int) *exec.Cmd {
 	return func(cpu, port int) *exec.Cmd {
 		args := []string{"-role", "server", "--", "-server", name, "-addr", fmt.Sprintf("127.0.0.1:%d", port),
 			"-tls-cert", files.Cert, "-tls-key", files.Key}
 		if statsFile != "" {
 			args = append(args, "-stats", statsFile)
 		}
+		args = append(args, extra...)
 		return pinned(cpu, r.self, args...)
 	}
 }
@@ -70,8 +74,14 @@ func runTLS(r *Runner) (*Section, error) {
 	for _, n := range tlsNames {
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%s: %s", n, tlsAbout[n]))
 	}
-	for _, part := range []func(*Section, tlsFiles) error{r.tlsEcho, r.tlsIdle, r.tlsHandshakes, r.tlsRESP} {
-		if err := part(sec, files); err != nil {
+	for _, part := range []struct {
+		name string
+		run  func(*Section, tlsFiles) error
+	}{{"echo", r.tlsEcho}, {"idle", r.tlsIdle}, {"flood", r.tlsFlood}, {"handshakes", r.tlsHandshakes}, {"resp", r.tlsRESP}} {
+		if r.o.parts != "" && !strings.Contains(","+r.o.parts+",", ","+part.name+",") {
+			continue // -parts
+		}
+		if err := part.run(sec, files); err != nil {
 			return nil, err
 		}
 	}

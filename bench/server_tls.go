@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	ltls "github.com/lesismal/llib/std/crypto/tls"
 	"github.com/lesismal/nbio"
@@ -39,6 +40,11 @@ import (
 	"github.com/unipoll/unipoll/netloop"
 	"github.com/unipoll/unipoll/socket"
 )
+
+// tlsHandshakeTimeout is tls-unipoll's Config.HandshakeTimeout
+// (-tls-handshake-timeout; 0: netloop's default): the flood measurement
+// sets it longer than itself. Go net's server and nbio's have none.
+var tlsHandshakeTimeout time.Duration
 
 // tlsServers maps a name to a TLS echo server, which serves on addr with
 // the certificate and key in the PEM files until the process is killed.
@@ -93,7 +99,7 @@ func serveTLSUnipoll(addr, certFile, keyFile string, ready func()) error {
 	if err != nil {
 		return err
 	}
-	cfg := netloop.Config{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	cfg := netloop.Config{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, HandshakeTimeout: tlsHandshakeTimeout}
 	g, err := netloop.NewGroup(netloop.GroupConfig{Loops: runtime.GOMAXPROCS(0)})
 	if err != nil {
 		return err
