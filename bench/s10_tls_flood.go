@@ -143,7 +143,7 @@ func (r *Runner) tlsFlood(sec *Section, files tlsFiles) error {
 				Text: fmt.Sprintf("≤ %d (16 + %d Loops × MaxHandshakes %d)", gorBound, loops, maxHS)}),
 			row("memory per connection (VmRSS growth)", "KiB", rss, Target{}),
 			row("live heap per connection (after GC)", "KiB", heap, Target{}),
-			row("a real client's dial, handshake and 16 B echo meanwhile", "ns", probe, Target{Abs: true, Max: 1e9, Text: "≤ 1 s"}))
+			row("a real client's dial, handshake and 16 B echo meanwhile", "ns", probe, Target{Abs: true, Max: 1e9, Text: fmt.Sprintf("≤ 1 s (%v: not done)", bound)}))
 	}
 	sec.Notes = append(sec.Notes, fmt.Sprintf("flood: %d TCP connections from the runner that never finish a handshake (silent: nothing sent; partial: a record header announcing a 512-byte ClientHello and its first 100 bytes), to a fresh unpinned server per pass (tls-unipoll with HandshakeTimeout %v, longer than a pass; Go net's and nbio's servers have none), %d passes alternating; measured once the server holds every connection and has read what they sent (or 10 s passed): VmRSS after minus before, over %d, the live heap and goroutines as at idle; then a crypto/tls client (TLS 1.3) dials, handshakes and echoes 16 bytes, given up at %v (a figure of %v: not done); then the flood closes and a second client must be served within %v", n, floodHandshakeTimeout, passes, n, bound, bound, bound))
 	return nil
