@@ -40,10 +40,11 @@ func TestTLSFlood(t *testing.T) {
 				case tlsUnipoll:
 					require.LessOrEqual(t, res.goroutines, 16+runtime.GOMAXPROCS(0)*netloop.DefaultMaxHandshakes())
 				}
-				require.Positive(t, res.probe)
-				require.LessOrEqual(t, res.probe, bound)
 				if res.probeErr != nil {
 					require.Equal(t, bound, res.probe, "a client that did not finish counts as the bound")
+				} else {
+					require.Positive(t, res.probe)
+					require.Less(t, res.probe, bound+time.Second) // its deadline was bound; the clock read after it may be late
 				}
 			})
 		}
