@@ -170,6 +170,15 @@ func (r *Runner) tlsFloodOnce(files tlsFiles, name string, kind floodKind, n int
 	if err != nil {
 		return res, err
 	}
+	// waitListening's connection, closed by its client, may still hold a
+	// descriptor of the server: the count to add the flood to is taken
+	// once the server has closed it (no socket of the port in CLOSE_WAIT).
+	if err := waitUntil(30*time.Second, func() (bool, error) {
+		s, err := socketsOn(port)
+		return s.closeWait == 0, err
+	}); err != nil {
+		return res, fmt.Errorf("the server kept a closed connection: %w", err)
+	}
 	fd0, err := procFDs(pid)
 	if err != nil {
 		return res, err
@@ -195,18 +204,20 @@ func (r *Runner) tlsFloodOnce(files tlsFiles, name string, kind floodKind, n int
 	if err != nil {
 		return res, err
 	}
+	fds := 0
 	if err := waitUntil(60*time.Second, func() (bool, error) {
-		fds, err := procFDs(pid)
+		fds, err = procFDs(pid)
 		return fds >= fd0+n, err
 	}); err != nil {
-		return res, fmt.Errorf("the server did not take all %d connections: %w", n, err)
+		return res, fmt.Errorf("the server did not take all %d connections: %d descriptors, %d before the flood: %w", n, fds, fd0, err)
 	}
 	// A server that has not read what the flood sent yet would be
 	// measured before it paid for it; one that never reads it is
 	// reported (unread).
 	_ = waitUntil(10*time.Second, func() (bool, error) {
-		res.unread, err = unreadOn(port)
-		return res.unread == 0, err
+		s, err := socketsOn(port)
+		res.unread = s.unread
+		return s.unread == 0, err
 	})
 	rss1, err := procRSS(pid)
 	if err != nil {
@@ -299,25 +310,33 @@ func procFDs(pid int) (int, error) {
 	return len(ents), err
 }
 
-// unreadOn counts the loopback TCP connections whose local port is port
-// (a server's side of them) with bytes received that the server has not
-// read (rx_queue in /proc/net/tcp), the listening socket aside.
-func unreadOn(port int) (int, error) {
+// serverSockets counts a loopback port's server side of connections
+// (local port the port, the listening socket aside), from /proc/net/tcp.
+type serverSockets struct {
+	unread    int // with bytes received that the server has not read (rx_queue)
+	closeWait int // closed by the peer, not yet by the server (CLOSE_WAIT)
+}
+
+// socketsOn reads serverSockets for port.
+func socketsOn(port int) (serverSockets, error) {
+	var s serverSockets
 	b, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
-		return 0, err
+		return s, err
 	}
 	suffix := fmt.Sprintf(":%04X", port)
-	count := 0
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)
 		if len(f) < 5 || !strings.HasSuffix(f[1], suffix) || f[3] == "0A" { // 0A: LISTEN
 			continue
 		}
+		if f[3] == "08" { // CLOSE_WAIT
+			s.closeWait++
+		}
 		_, rx, ok := strings.Cut(f[4], ":")
 		if v, err := strconv.ParseUint(rx, 16, 64); ok && err == nil && v > 0 {
-			count++
+			s.unread++
 		}
 	}
-	return count, nil
+	return s, nil
 }
