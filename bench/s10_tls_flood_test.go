@@ -6,13 +6,10 @@ import (
 	"errors"
 	"net"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/unipoll/unipoll/netloop"
 )
 
 // TestTLSFlood floods every TLS echo server with 100 half-open
@@ -38,7 +35,10 @@ func TestTLSFlood(t *testing.T) {
 				case tlsGoNet:
 					require.GreaterOrEqual(t, res.goroutines, n)
 				case tlsUnipoll:
-					require.LessOrEqual(t, res.goroutines, 16+runtime.GOMAXPROCS(0)*netloop.DefaultMaxHandshakes())
+					// No half-open connection holds a handshake's place
+					// (or goroutine), and a real client is served.
+					require.LessOrEqual(t, res.goroutines, 16)
+					require.NoError(t, res.probeErr, "a real client beside the flood")
 				}
 				if res.probeErr != nil {
 					require.Equal(t, bound, res.probe, "a client that did not finish counts as the bound")
