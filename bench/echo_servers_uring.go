@@ -16,20 +16,24 @@ import (
 
 func init() {
 	registerEcho(echoServer{
-		Name:    "c-uring-floor",
-		About:   "floor/echo_uring.c: C, io_uring with liburing, multishot accept and receive into a provided buffer ring, sends submitted with the next wait",
-		Prepare: prepareUringFloor,
+		Name:  "c-uring-floor",
+		About: "floor/echo_uring.c: C, io_uring with liburing, multishot accept and receive into a provided buffer ring, sends submitted with the next wait",
+		Prepare: func(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+			return prepareUringFloor(r, "echo_uring")
+		},
 	})
 }
 
-// prepareUringFloor builds floor/echo_uring.c with cc and liburing.
-func prepareUringFloor(r *Runner) (func(cpu, port int) *exec.Cmd, error) {
+// prepareUringFloor builds floor/echo_uring.c with cc and liburing as name
+// in r.buildDir; ccArgs go to cc before the source (the tests' -D sizes).
+func prepareUringFloor(r *Runner, name string, ccArgs ...string) (func(cpu, port int) *exec.Cmd, error) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		return nil, fmt.Errorf("%w: no C compiler (cc) on PATH; install one (apt-get install -y gcc) to measure the io_uring floor", errSkip)
 	}
-	bin := filepath.Join(r.buildDir, "echo_uring")
-	if err := build(".", cc, "-O2", "-o", bin, "floor/echo_uring.c", "-luring"); err != nil {
+	bin := filepath.Join(r.buildDir, name)
+	args := append(append([]string{"-O2", "-o", bin}, ccArgs...), "floor/echo_uring.c", "-luring")
+	if err := build(".", cc, args...); err != nil {
 		if missingLiburing(err.Error()) {
 			return nil, fmt.Errorf("%w: liburing's header or library is missing; install them (apt-get install -y liburing-dev) to measure the io_uring floor", errSkip)
 		}
