@@ -23,6 +23,19 @@ func prepareUringFloorOrSkip(t *testing.T, r *Runner, name string, ccArgs ...str
 	return start
 }
 
+// TestUringFloorWithoutLiburing builds the floor against an empty sysroot,
+// where cc finds neither liburing's header nor its library: that is a
+// skip that says what to install, not a build error.
+func TestUringFloorWithoutLiburing(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (cc) on PATH")
+	}
+	r := testRunner(t)
+	_, err := prepareUringFloor(r, "echo_uring_nolib", "--sysroot="+t.TempDir())
+	require.ErrorIs(t, err, errSkip)
+	require.ErrorContains(t, err, "apt-get install -y liburing-dev")
+}
+
 // TestUringFloorStarved runs the io_uring floor with a ring of four 64-byte
 // buffers, which every message of 1 KiB or more runs dry: its receives end
 // with ENOBUFS and are armed again as sends give buffers back, and chunks
