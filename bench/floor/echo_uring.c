@@ -56,15 +56,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* -DNBUFS=4 -DBUFSIZE=64 make the ring run dry, which tries the ENOBUFS path. */
+/* -DNBUFS=4 -DBUFSIZE=64 make the buffer ring run dry (the ENOBUFS path),
+ * -DSQ_ENTRIES=4 fill the submission ring within a batch. */
 #ifndef NBUFS
 #define NBUFS 8192 /* a power of two, at most 32768 */
 #endif
 #ifndef BUFSIZE
 #define BUFSIZE 4096
 #endif
-#define BGID 1
+#ifndef SQ_ENTRIES
 #define SQ_ENTRIES 4096
+#endif
+#define BGID 1
 #define CQ_ENTRIES 32768
 
 enum { OP_ACCEPT = 1, OP_RECV, OP_SEND };
@@ -92,7 +95,7 @@ static char *bufmem;
 static struct buf bufs[NBUFS];
 static int avail = NBUFS;   /* buffers in the ring, as far as completions tell */
 static int returned;        /* buffers added to the ring, not yet published */
-static unsigned submitted;  /* sends prepared since the last enter */
+static unsigned submitted;  /* sends prepared since the last submission */
 static int queued;          /* buffers in send queues, in flight or behind one */
 static int inflight;        /* sends in the kernel, one per connection at most */
 
@@ -123,13 +126,15 @@ static struct conn *conn_of(int fd) {
 static uint64_t tag(int op, int fd) { return (uint64_t)op << 32 | (uint32_t)fd; }
 
 /* sqe returns a free submission entry, submitting what is queued when the
- * submission ring is full. */
+ * submission ring is full. The sends that go then may complete before the
+ * wait, and be harvested already: the wait must not count on them. */
 static struct io_uring_sqe *sqe(void) {
 	struct io_uring_sqe *s;
 	while (!(s = io_uring_get_sqe(&ring))) {
 		int ret = io_uring_submit(&ring);
 		if (ret < 0 && ret != -EINTR && ret != -EBUSY)
 			die("io_uring_submit", -ret);
+		submitted = 0;
 	}
 	return s;
 }
