@@ -25,6 +25,11 @@ func init() {
 	})
 }
 
+// echoFloors are the echo servers that measure what the kernel costs, not
+// peers: an echo target's "below every peer" leaves them out (a library
+// on epoll is not asked to beat the io_uring floor).
+var echoFloors = []string{"c-floor", "c-uring-floor"}
+
 // liburingProbe is the smallest program that needs both liburing's header
 // and its library.
 const liburingProbe = "#include <liburing.h>\nint main(void) { struct io_uring r; return io_uring_queue_init(1, &r, 0) < 0; }\n"
