@@ -3,12 +3,12 @@
 package main
 
 // The C io_uring floor: floor/echo_uring.c, beside the C epoll floor of
-// echo_servers.go. It needs liburing's header and library at build time;
-// where they are missing it is skipped, saying how to install them.
+// echo_servers.go. It needs liburing's header and library at build time
+// and a kernel that gives it a ring; where either is missing it is
+// skipped, saying why (and how to install liburing).
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -30,25 +30,22 @@ func init() {
 // on epoll is not asked to beat the io_uring floor).
 var echoFloors = []string{"c-floor", "c-uring-floor"}
 
-// liburingProbe is the smallest program that needs both liburing's header
-// and its library.
-const liburingProbe = "#include <liburing.h>\nint main(void) { struct io_uring r; return io_uring_queue_init(1, &r, 0) < 0; }\n"
-
 // prepareUringFloor builds floor/echo_uring.c with cc and liburing as name
 // in r.buildDir; ccArgs go to cc before the source (the tests' -D sizes).
-// A probe built first tells a missing liburing (a skip) from a fault in
-// the floor's source (an error), whatever words the compiler uses.
+// A probe (floor/uring_probe.c) built and run first tells what this
+// machine lacks, liburing or a kernel that gives out rings, which is a
+// skip, from a fault in the floor's source, which is an error.
 func prepareUringFloor(r *Runner, name string, ccArgs ...string) (func(cpu, port int) *exec.Cmd, error) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		return nil, fmt.Errorf("%w: no C compiler (cc) on PATH; install one (apt-get install -y gcc) to measure the io_uring floor", errSkip)
 	}
 	probe := filepath.Join(r.buildDir, name+"_probe")
-	if err := os.WriteFile(probe+".c", []byte(liburingProbe), 0o644); err != nil {
-		return nil, err
-	}
-	if err := build(".", cc, slices.Concat(ccArgs, []string{"-o", probe, probe + ".c", "-luring"})...); err != nil {
+	if err := build(".", cc, slices.Concat(ccArgs, []string{"-o", probe, "floor/uring_probe.c", "-luring"})...); err != nil {
 		return nil, fmt.Errorf("%w: liburing's header or library is missing; install them (apt-get install -y liburing-dev) to measure the io_uring floor: %v", errSkip, err)
+	}
+	if out, err := exec.Command(probe).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%w: this kernel gives no io_uring with a provided buffer ring (Linux 5.19 or later, not disabled by kernel.io_uring_disabled or seccomp): %v: %s", errSkip, err, out)
 	}
 	bin := filepath.Join(r.buildDir, name)
 	if err := build(".", cc, slices.Concat([]string{"-O2", "-o", bin}, ccArgs, []string{"floor/echo_uring.c", "-luring"})...); err != nil {

@@ -27,7 +27,7 @@ func TestEchoServers(t *testing.T) {
 			}
 			start, err := s.Prepare(r)
 			if errors.Is(err, errSkip) {
-				t.Skip(err) // only the C floors, where there is no C compiler or no liburing
+				t.Skip(err) // only the C floors, where there is no C compiler, no liburing or no io_uring
 			}
 			require.NoError(t, err)
 			checkEchoServer(t, start, 4)
