@@ -39,13 +39,13 @@ func TestUringFloorWithoutLiburing(t *testing.T) {
 // TestUringFloorStarved runs the io_uring floor with a ring of four 64-byte
 // buffers, which every message of 1 KiB or more runs dry: its receives end
 // with ENOBUFS and are armed again as sends give buffers back, and chunks
-// queue behind the send in flight. Its submission ring has four entries,
-// so a batch fills it and submits before the wait. Six connections share
-// the four buffers and every echo must still come back byte for byte
-// (TestEchoServers runs it with its real rings).
+// queue behind the send in flight. Its submission ring has one entry, so
+// a batch of more fills it and submits before the wait. Six connections
+// share the four buffers and every echo must still come back byte for
+// byte (TestEchoServers runs it with its real rings).
 func TestUringFloorStarved(t *testing.T) {
 	r := testRunner(t)
-	start := prepareUringFloorOrSkip(t, r, "echo_uring_starved", "-DNBUFS=4", "-DBUFSIZE=64", "-DSQ_ENTRIES=4")
+	start := prepareUringFloorOrSkip(t, r, "echo_uring_starved", "-DNBUFS=4", "-DBUFSIZE=64", "-DSQ_ENTRIES=1")
 	checkEchoServer(t, start, 6)
 }
 

@@ -57,7 +57,7 @@
 #include <unistd.h>
 
 /* -DNBUFS=4 -DBUFSIZE=64 make the buffer ring run dry (the ENOBUFS path),
- * -DSQ_ENTRIES=4 fill the submission ring within a batch. */
+ * -DSQ_ENTRIES=1 fill the submission ring within every batch. */
 #ifndef NBUFS
 #define NBUFS 8192 /* a power of two, at most 32768 */
 #endif
