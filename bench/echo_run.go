@@ -57,7 +57,7 @@ type syscallCount struct {
 // Those whose tracepoint this kernel lacks are left out.
 var perfCalls = []string{"read", "write", "readv", "writev", "recvfrom", "sendto",
 	"recvmsg", "sendmsg", "splice", "epoll_wait", "epoll_pwait", "epoll_pwait2",
-	"nanosleep", "clock_nanosleep", "futex", "sched_yield", "tgkill"}
+	"nanosleep", "clock_nanosleep", "futex", "sched_yield", "tgkill", "io_uring_enter"}
 
 // perfEvents is the -e list for perf stat: the total, and each of
 // perfCalls whose tracepoint exists.

@@ -27,29 +27,36 @@ func TestEchoServers(t *testing.T) {
 			}
 			start, err := s.Prepare(r)
 			if errors.Is(err, errSkip) {
-				t.Skip(err) // only the C floor, where there is no C compiler
+				t.Skip(err) // only the C floors, where there is no C compiler, no liburing or no io_uring
 			}
 			require.NoError(t, err)
-			port, err := freePort()
-			require.NoError(t, err)
-			cmd := start(-1, port)
-			var out tail
-			cmd.Stdout, cmd.Stderr = &out, &out
-			require.NoError(t, cmd.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			defer stopProcess(cmd, exited)
-			addr := fmt.Sprintf("127.0.0.1:%d", port)
-			require.NoError(t, waitListening(addr, exited, 20*time.Second), out.String())
-
-			errs := make(chan error, 4)
-			for i := range 4 {
-				go func() { errs <- echoCheck(addr, byte(i)) }()
-			}
-			for range 4 {
-				require.NoError(t, <-errs, out.String())
-			}
+			checkEchoServer(t, start, 4)
 		})
+	}
+}
+
+// checkEchoServer starts a server with start, unpinned, and runs echoCheck
+// on conns connections at once.
+func checkEchoServer(t *testing.T, start func(cpu, port int) *exec.Cmd, conns int) {
+	t.Helper()
+	port, err := freePort()
+	require.NoError(t, err)
+	cmd := start(-1, port)
+	var out tail
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer stopProcess(cmd, exited)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	require.NoError(t, waitListening(addr, exited, 20*time.Second), out.String())
+
+	errs := make(chan error, conns)
+	for i := range conns {
+		go func() { errs <- echoCheck(addr, byte(i)) }()
+	}
+	for range conns {
+		require.NoError(t, <-errs, out.String())
 	}
 }
 

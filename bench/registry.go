@@ -68,7 +68,8 @@ type Target struct {
 	LowMin     float64
 	Abs        bool
 	BelowPeers bool
-	Text       string // overrides the generated text
+	NotPeers   []string // baselines BelowPeers leaves out besides RatioTo (floors)
+	Text       string   // overrides the generated text
 }
 
 // Chart is a picture a scenario can draw from its own results.

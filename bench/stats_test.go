@@ -137,6 +137,9 @@ func TestTargetVerdicts(t *testing.T) {
 		RatioTo:   "floor", Target: Target{Max: 1.05, BelowPeers: true}}
 	require.Contains(t, row.markdown(), "1.00× floor")
 	require.Contains(t, row.markdown(), "✗", "a peer is below unipoll")
+	row.Target.NotPeers = []string{"peer"}
+	require.Contains(t, row.markdown(), "✓", "a floor below unipoll is no peer")
+	row.Target.NotPeers = nil
 	row.Baselines[1].Runs = []float64{110}
 	require.Contains(t, row.markdown(), "✓")
 	row.Target = Target{Max: 2.1, Abs: true}

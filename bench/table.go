@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,7 +98,7 @@ func (row Row) markdown() string {
 	if row.Target.BelowPeers {
 		target += ", below every peer"
 		for _, n := range row.Baselines {
-			if n.Name != row.RatioTo && len(n.Runs) > 0 && !(u < n.Median()) {
+			if n.Name != row.RatioTo && !slices.Contains(row.Target.NotPeers, n.Name) && len(n.Runs) > 0 && !(u < n.Median()) {
 				verdict = "✗"
 			}
 		}
