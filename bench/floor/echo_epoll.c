@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,9 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "usage: %s port\n", argv[0]);
 		return 2;
 	}
+	/* A write to a connection its peer has reset is an error to drop
+	 * that connection for, not a signal that ends the server. */
+	signal(SIGPIPE, SIG_IGN);
 	/* Room for 10,000 connections: take the hard limit. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
