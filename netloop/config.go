@@ -15,7 +15,9 @@ import (
 type Config struct {
 	// MaxReadBuffer bounds the input a Conn keeps unconsumed: Data is never
 	// handed more than this. A Conn whose handler consumes nothing of a
-	// full buffer is closed with ErrReadBufferFull. Default 1 MiB.
+	// full buffer is closed with ErrReadBufferFull. Default 1 MiB. A TLS
+	// Conn counts plaintext, and crypto/tls holds besides it the rest of
+	// the record it is reading: at most one record (16 KiB) more.
 	MaxReadBuffer int
 	// MaxWriteQueue bounds the output queued and not yet written: a Write
 	// that would pass it returns ErrWriteQueueFull and queues nothing.
