@@ -72,8 +72,7 @@ func partialClientHello() []byte {
 
 // tlsFloodResult is one pass of one server with one kind of flood.
 type tlsFloodResult struct {
-	rssKiB, heapKiB float64       // per half-open connection
-	goroutines      int           // with the flood open
+	tlsIdleResult                 // per half-open connection; the goroutines with the flood open
 	probe           time.Duration // a real client's dial, handshake and 16 B echo; the bound if it did not finish
 	probeErr        error         // why it did not, if it did not
 	unread          int           // flood connections whose bytes the server had not read when measured
@@ -161,11 +160,7 @@ func (r *Runner) tlsFloodOnce(files tlsFiles, name string, kind floodKind, n int
 	}
 	defer stop()
 	port, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
-	before, err := serverStatsOf(pid, statsFile)
-	if err != nil {
-		return res, err
-	}
-	rss0, err := procRSS(pid)
+	base, err := serverBaseOf(pid, statsFile)
 	if err != nil {
 		return res, err
 	}
@@ -218,17 +213,9 @@ func (r *Runner) tlsFloodOnce(files tlsFiles, name string, kind floodKind, n int
 		res.unread = s.unread
 		return s.unread == 0, err
 	})
-	rss1, err := procRSS(pid)
-	if err != nil {
+	if res.tlsIdleResult, err = base.perConn(n); err != nil {
 		return res, err
 	}
-	during, err := serverStatsOf(pid, statsFile)
-	if err != nil {
-		return res, err
-	}
-	res.rssKiB = float64(rss1-rss0) / float64(n)
-	res.heapKiB = (float64(during.HeapAlloc) - float64(before.HeapAlloc)) / 1024 / float64(n)
-	res.goroutines = during.Goroutines
 	cfg, err := tlsClientConfig(files.CA, tls.VersionTLS13)
 	if err != nil {
 		return res, err
@@ -239,10 +226,10 @@ func (r *Runner) tlsFloodOnce(files tlsFiles, name string, kind floodKind, n int
 	err = waitUntil(30*time.Second, func() (bool, error) {
 		st, err := serverStatsOf(pid, statsFile)
 		res.goroutinesAfter = st.Goroutines
-		return st.Goroutines <= before.Goroutines, err
+		return st.Goroutines <= base.stats.Goroutines, err
 	})
 	if err != nil {
-		return res, fmt.Errorf("goroutines after the flood closed: %d, before it %d: %w", res.goroutinesAfter, before.Goroutines, err)
+		return res, fmt.Errorf("goroutines after the flood closed: %d, before it %d: %w", res.goroutinesAfter, base.stats.Goroutines, err)
 	}
 	if _, err := realClient(addr, cfg, bound); err != nil {
 		return res, fmt.Errorf("no TLS echo after the flood closed: %w", err)

@@ -100,11 +100,7 @@ func (r *Runner) tlsIdleOnce(files tlsFiles, name string, n int) (tlsIdleResult,
 		return res, fmt.Errorf("%w: %s", err, out.String())
 	}
 	pid := cmd.Process.Pid
-	before, err := serverStatsOf(pid, statsFile)
-	if err != nil {
-		return res, err
-	}
-	rss0, err := procRSS(pid)
+	base, err := serverBaseOf(pid, statsFile)
 	if err != nil {
 		return res, err
 	}
@@ -126,18 +122,43 @@ func (r *Runner) tlsIdleOnce(files tlsFiles, name string, n int) (tlsIdleResult,
 			return res, fmt.Errorf("a connection's echo: %w", err)
 		}
 	}
-	rss1, err := procRSS(pid)
-	if err != nil {
-		return res, err
+	return base.perConn(n)
+}
+
+// serverBase is a TLS server's memory before connections are opened.
+type serverBase struct {
+	pid       int
+	statsFile string
+	rss       int64 // VmRSS, bytes
+	stats     serverStats
+}
+
+func serverBaseOf(pid int, statsFile string) (serverBase, error) {
+	b := serverBase{pid: pid, statsFile: statsFile}
+	var err error
+	if b.stats, err = serverStatsOf(pid, statsFile); err != nil {
+		return b, err
 	}
-	after, err := serverStatsOf(pid, statsFile)
+	b.rss, err = procRSS(pid)
+	return b, err
+}
+
+// perConn is the server's growth since b over n connections, and its
+// goroutines now.
+func (b serverBase) perConn(n int) (tlsIdleResult, error) {
+	rss, err := procRSS(b.pid)
 	if err != nil {
-		return res, err
+		return tlsIdleResult{}, err
 	}
-	res.rssKiB = float64(rss1-rss0) / float64(n)
-	res.heapKiB = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / 1024 / float64(n)
-	res.goroutines = after.Goroutines
-	return res, nil
+	now, err := serverStatsOf(b.pid, b.statsFile)
+	if err != nil {
+		return tlsIdleResult{}, err
+	}
+	return tlsIdleResult{
+		rssKiB:     float64(rss-b.rss) / float64(n),
+		heapKiB:    (float64(now.HeapAlloc) - float64(b.stats.HeapAlloc)) / 1024 / float64(n),
+		goroutines: now.Goroutines,
+	}, nil
 }
 
 // echoOnce16 sends 16 bytes on c and reads their echo.
