@@ -156,7 +156,7 @@ func add(l *eventloop.Loop, s Stream, h Handler, cfg Config, opened func(*Conn, 
 			t.cancel = cancel
 			t.tr.mu.Unlock()
 		}
-		if !t.waitHello { // a client's: it speaks first (a server's starts in tlsFeed)
+		if opened != nil { // a client speaks first; a server's starts in tlsFeed (waitHello, the Conn's calls' own)
 			c.ls.hs.start(t, cfg.MaxHandshakes)
 		}
 	}
