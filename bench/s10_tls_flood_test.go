@@ -14,9 +14,10 @@ import (
 
 // TestTLSFlood floods every TLS echo server with 100 half-open
 // connections of each kind, as scenario 10 does, and checks what the
-// measurement reads: Go net holds a goroutine per connection, netloop at
-// most its handshake pools' beside a few of its own; the real client's
-// time is taken (finished or given up at the bound); the flood closed,
+// measurement reads: Go net holds a goroutine per connection, netloop no
+// more than an idle server (no half-open connection takes a handshake's
+// place) and serves a real client meanwhile; the real client's time is
+// taken (finished or given up at the bound); the flood closed,
 // the server's goroutines are back where they were and it serves again
 // (tlsFloodOnce fails otherwise).
 func TestTLSFlood(t *testing.T) {
