@@ -201,6 +201,11 @@ type Options struct {
 	// WaitBlock or WaitPark (see epoll_wait_linux.go). Other backends
 	// ignore it. Empty means the default.
 	Wait string
+	// Completion makes the io_uring backend do the I/O of the stream
+	// sockets added with AddStream (StreamSelector): receives into
+	// buffers it owns, sends from a queue, both with its waits. Other
+	// backends ignore it (their AddStream is Add).
+	Completion bool
 }
 
 // New opens a selector with the default Options. An empty backend means

@@ -161,6 +161,20 @@ type uringSelector struct {
 	nudgeDue  bool   // a change queued while blocked: unlockNudging nudges
 	epoch     uint64 // harvests so far; see uringEntry.epoch
 
+	// Completion mode (uring_stream_sel_linux.go).
+	completion bool
+	bufs       *uringBufs
+	streams    map[uint32]*uringStream
+	nextStream uint32
+	starved    []*uringStream
+	starvedN   atomic.Int32
+	streamDue  bool // an announcement this harvest: report due again
+	selecting  bool
+	cond       sync.Cond // on mu: selecting went false, or a receive ended
+	stash      []Event
+	stashWoken bool
+	reapBuf    [64]Event
+
 	// Owned by the goroutine in Select; in the heap, so the kernel may be
 	// given their addresses (the collector never moves a heap object).
 	arg uringGeteventsArg
@@ -193,6 +207,10 @@ type uringEntry struct {
 	// A look at the file in this harvest (uring_fresh_linux.go).
 	freshEpoch uint64
 	freshAt    int
+	// A stream's entry (completion mode): st is its Stream, fired says a
+	// Oneshot one has reported.
+	st    *uringStream
+	fired bool
 }
 
 // emulatedEdge reports whether the entry's edges are emulated (Edge
@@ -265,7 +283,13 @@ func uringUsable() bool {
 	return uringProbe.err == nil
 }
 
-func openUring(Options) (Selector, error) { return openUringSized(uringSQEntries, uringCQEntries) }
+func openUring(o Options) (Selector, error) {
+	sel, err := openUringSized(uringSQEntries, uringCQEntries)
+	if err == nil {
+		sel.(*uringSelector).completion = o.Completion
+	}
+	return sel, err
+}
 
 // openUringSized opens a uring selector with rings of the given sizes (the
 // tests use small ones to make the CQ overflow).
@@ -282,7 +306,9 @@ func openUringSized(sq, cq uint32) (Selector, error) {
 		_ = owner.closeRing(r)
 		return nil, err
 	}
-	s := &uringSelector{ring: r, owner: owner, waker: w, table: make(map[int]*uringEntry)}
+	s := &uringSelector{ring: r, owner: owner, waker: w, table: make(map[int]*uringEntry),
+		streams: make(map[uint32]*uringStream)}
+	s.cond.L = &s.mu
 	// The waker's poll is only queued: the first Select submits it, from
 	// the polling thread ("Threads").
 	s.mu.Lock()
@@ -340,6 +366,7 @@ func (s *uringSelector) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.closeStreamsLocked()
 	s.cancelAllLocked()
 	return errors.Join(s.owner.closeRing(s.ring), s.waker.close())
 }
@@ -347,7 +374,7 @@ func (s *uringSelector) Close() error {
 // cancelAllLocked removes every request before the ring is closed.
 func (s *uringSelector) cancelAllLocked() {
 	for fd, e := range s.table {
-		if s.roomLocked(1) == nil {
+		if e.st == nil && s.roomLocked(1) == nil {
 			s.disarmLocked(fd, e)
 		}
 	}

@@ -86,6 +86,10 @@ func (s *uringSelector) Modify(fd int, key uint64, interest uint32, mode Mode) e
 	if !ok {
 		return os.NewSyscallError("io_uring(modify)", unix.ENOENT)
 	}
+	if e.st != nil {
+		s.streamModifyLocked(fd, e, key, interest, mode)
+		return s.submitIfBlockedLocked()
+	}
 	// Room for both SQEs first, so that a failure leaves the entry as it
 	// was (the contract's failed Modify).
 	if err := s.roomLocked(2); err != nil {
@@ -113,6 +117,9 @@ func (s *uringSelector) Delete(fd int) error {
 	e, ok := s.table[fd]
 	if !ok {
 		return missing("io_uring(delete)", fd)
+	}
+	if e.st != nil {
+		return s.streamDeleteLocked(fd, e)
 	}
 	if err := s.roomLocked(1); err != nil {
 		return err
@@ -143,6 +150,11 @@ func (s *uringSelector) Drained(fd int, ready uint32) error {
 	if !ok {
 		s.mu.Unlock()
 		return missing("io_uring(drained)", fd)
+	}
+	if e.st != nil {
+		s.streamDrainedLocked(fd, e, ready)
+		s.unlockNudging()
+		return nil
 	}
 	bits := e.quiet & ready
 	e.quiet &^= bits

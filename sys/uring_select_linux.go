@@ -38,6 +38,32 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 	if s.closed.Load() {
 		return 0, false, ErrClosed
 	}
+	// Only one goroutine reads the CQ: a Delete may be reaping its
+	// stream's receive (uring_stream_sel_linux.go); its events come first.
+	s.mu.Lock()
+	for s.selecting {
+		s.cond.Wait()
+	}
+	if len(s.stash) > 0 || s.stashWoken {
+		n := copy(events, s.stash)
+		s.stash = append(s.stash[:0], s.stash[n:]...)
+		woken := s.stashWoken
+		s.stashWoken = false
+		s.mu.Unlock()
+		return n, woken, nil
+	}
+	s.selecting = true
+	s.mu.Unlock()
+	n, woken, err := s.selectCQ(events, timeout)
+	s.mu.Lock()
+	s.selecting = false
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	return n, woken, err
+}
+
+// selectCQ is Select once the goroutine is the CQ's reader.
+func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bool, error) {
 	if !s.pinned {
 		runtime.LockOSThread() // see "Threads" in uringSelector
 		s.pinned = true
@@ -78,6 +104,9 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 		if err := s.flushResubmits(); err != nil {
 			return 0, false, err
 		}
+		if s.anyDue() {
+			continue // a Level stream announced by the flush
+		}
 		left := dl.remaining()
 		if left == 0 {
 			if entered {
@@ -116,6 +145,14 @@ func (s *uringSelector) flushResubmits() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, r := range s.resubmits {
+		if r.e.st != nil {
+			if r.e.resubmit && s.table[r.fd] == r.e {
+				r.e.resubmit = false
+				s.announceLocked(r.fd, r.e)
+			}
+			s.resubmits[i] = uringResubmit{}
+			continue
+		}
 		if r.e.resubmit && s.table[r.fd] == r.e {
 			if err := s.pollLocked(r.fd, r.e); err != nil {
 				s.resubmits = append(s.resubmits[:0], s.resubmits[i:]...)
@@ -203,6 +240,10 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 			}
 		case uringTagIgnore:
 		default:
+			if c.userData&uringStreamTag == uringStreamTag {
+				s.streamCompleteLocked(c)
+				break
+			}
 			if c.userData&uringRemoveBit != 0 {
 				// -EALREADY: the request was busy completing (its
 				// completion work ran on its thread at that moment) and
@@ -221,9 +262,10 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 			break
 		}
 	}
-	if !dueFirst {
+	if !dueFirst || s.streamDue {
 		out = s.dueLocked(events, out)
 	}
+	s.streamDue = false
 	again = len(s.resubmits) > 0
 	s.mu.Unlock()
 	atomic.StoreUint32(r.cqHead, head) // invariant 3: the slots go back
@@ -354,7 +396,11 @@ func (s *uringSelector) dueLocked(events []Event, out int) int {
 			keep = append(keep, d)
 			continue
 		}
-		e.quiet |= e.due
+		if e.st == nil {
+			e.quiet |= e.due
+		} else if e.mode&(Level|Oneshot) == Level {
+			s.resubmitLaterLocked(d.fd, e) // looked at again by the next Select
+		}
 		out = s.reportLocked(e, e.due, events, out)
 		e.due = 0
 	}

@@ -1,0 +1,228 @@
+//go:build linux
+
+package sys
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// uringStream is a Stream on the io_uring backend: a multishot receive
+// (IORING_OP_RECV with IORING_RECV_MULTISHOT) into the selector's provided
+// buffers (uringBufs), and sends (IORING_OP_SEND) of a queue, one in
+// flight at a time so that the bytes leave in order. Its requests use a
+// duplicate of the caller's descriptor (dfd), so that a caller who closes
+// its descriptor after Delete never leaves a request naming a number the
+// process may reuse; dfd is closed when the last request is over.
+//
+// Invariants. Lock order: uringSelector.mu, then mu.
+//
+//  S1. mu guards chunks, held, spill, eof, rerr, out, flight, werr and
+//      closedSel. The selector's fields (entry, rx, paused, starved, tx,
+//      deleted) are guarded by uringSelector.mu.
+//  S2. chunks are the buffers the receive completed into and the caller
+//      has not read in full, in the order the kernel completed them (the
+//      order of the bytes: one receive per Stream, whose completions the
+//      CQ keeps in order). Each is the Stream's (B2 in uringBufs) until
+//      Read gives it back. held counts their unread bytes.
+//  S3. rx: a receive of this Stream is in the kernel, from its submission
+//      until its last completion (one without IORING_CQE_F_MORE) is
+//      harvested. At most one at a time: a receive is submitted again only
+//      once rx is false, so two receives never race for the socket's bytes.
+//  S4. flight is the slice a send in the kernel reads (tx true), from its
+//      submission to its completion; it is not written meanwhile (Write
+//      appends to out), and it stays reachable from the Stream, so the
+//      collector keeps it. A short send is submitted again for the rest.
+//  S5. A Stream is in the selector's streams map from AddStream until it
+//      is deleted and neither a receive nor a send is in the kernel; dfd
+//      is closed then, once.
+type uringStream struct {
+	s   *uringSelector
+	id  uint32 // key in uringSelector.streams; user_data of its requests
+	fd  int    // the caller's descriptor: the table's key
+	dfd int    // the duplicate the requests use
+
+	// Guarded by uringSelector.mu (S1).
+	entry   *uringEntry
+	rx      bool // S3
+	paused  bool // the receive was cancelled: held reached uringStreamHold
+	starved bool // the receive ended for want of buffers (ENOBUFS)
+	tx      bool // S4
+	deleted bool
+
+	mu        sync.Mutex
+	chunks    []uringChunk
+	held      int
+	spill     []byte // bytes copied out of buffers when the selector closed
+	eof       bool
+	rerr      unix.Errno
+	out       []byte // queued, not yet handed to the kernel
+	flight    []byte // S4
+	werr      unix.Errno
+	closedSel bool
+	rxOver    bool // deleted and no receive in the kernel: Read falls back
+	txOver    bool // deleted: Write falls back once nothing is queued
+}
+
+// uringChunk is the unread part [off, end) of buffer id.
+type uringChunk struct {
+	id       uint16
+	off, end uint16
+}
+
+// uringStreamSend bounds the bytes a Stream queues (out and flight
+// together); Write returns EAGAIN past it.
+const uringStreamSend = 64 << 10
+
+// Read copies what the Stream received (S2) and gives the emptied
+// buffers back to the kernel.
+func (st *uringStream) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var ids [64]uint16
+	nids := 0
+	st.mu.Lock()
+	n, fromSpill := 0, 0
+	if len(st.spill) > 0 {
+		n = copy(p, st.spill)
+		st.spill, fromSpill = st.spill[n:], n
+	}
+	bufs := st.s.bufs
+	for n < len(p) && len(st.chunks) > 0 && nids < len(ids) {
+		c := &st.chunks[0]
+		m := copy(p[n:], bufs.buf(c.id)[c.off:c.end])
+		n += m
+		c.off += uint16(m)
+		if c.off == c.end {
+			ids[nids] = c.id
+			nids++
+			st.chunks[0] = uringChunk{}
+			st.chunks = st.chunks[1:]
+		}
+	}
+	st.held -= n - fromSpill
+	var err error
+	switch {
+	case n > 0:
+	case st.rerr != 0:
+		err, st.rerr, st.eof = st.rerr, 0, true // reported once, then the end
+	case st.eof:
+	case st.rxOver:
+		// Deleted and its receive over: the descriptor is the caller's
+		// again, read it directly.
+		st.mu.Unlock()
+		return ignoringEINTRn(func() (int, error) { return unix.Read(st.fd, p) })
+	default:
+		err = unix.EAGAIN
+	}
+	low := st.held <= uringStreamHold/2
+	st.mu.Unlock()
+	if nids > 0 {
+		bufs.put(ids[:nids]...)
+		st.s.buffersBack()
+	}
+	if low {
+		st.s.resumeIfPaused(st)
+	}
+	return n, err
+}
+
+// Write queues what fits of p and starts a send if none is in flight.
+func (st *uringStream) Write(p []byte) (int, error) {
+	st.mu.Lock()
+	if st.werr != 0 {
+		err := st.werr
+		st.mu.Unlock()
+		return 0, err
+	}
+	if st.txOver && len(st.out) == 0 && len(st.flight) == 0 {
+		// Deleted, or its selector closed, and nothing of it is queued or
+		// in flight: the caller's descriptor takes the bytes directly.
+		st.mu.Unlock()
+		return ignoringEINTRn(func() (int, error) { return unix.Write(st.fd, p) })
+	}
+	if st.closedSel {
+		st.mu.Unlock()
+		return 0, unix.EPIPE
+	}
+	room := uringStreamSend - len(st.out) - len(st.flight)
+	m := min(room, len(p))
+	st.out = append(st.out, p[:m]...)
+	st.mu.Unlock()
+	if m > 0 {
+		st.s.startSend(st)
+	}
+	if m < len(p) {
+		return m, unix.EAGAIN
+	}
+	return m, nil
+}
+
+// ignoringEINTRn retries f while it fails with EINTR, and makes a failed
+// call's count 0.
+func ignoringEINTRn(f func() (int, error)) (int, error) {
+	for {
+		n, err := f()
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+}
+
+// condLocked is what the Stream holds now, as readiness bits. Called with
+// mu held.
+func (st *uringStream) condLocked() uint32 {
+	var r uint32
+	if st.held > 0 || len(st.spill) > 0 || st.eof || st.rerr != 0 {
+		r |= Readable
+	}
+	if st.eof {
+		r |= Hup
+	}
+	if st.rerr != 0 || st.werr != 0 {
+		r |= Error
+	}
+	if st.werr != 0 || len(st.out)+len(st.flight) < uringStreamSend {
+		r |= Writable
+	}
+	return r
+}
+
+// received applies one completion of the Stream's receive: res bytes in
+// buffer id (when hasBuf), the end (0) or an error. It reports whether
+// the receive should pause (held reached uringStreamHold).
+func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case res > 0 && hasBuf:
+		st.chunks = append(st.chunks, uringChunk{id: id, end: uint16(res)})
+		st.held += int(res)
+		st.s.bufs.lent.Add(1)
+	case res == 0:
+		st.eof = true
+	case res == -int32(unix.ENOBUFS), res == -int32(unix.ECANCELED):
+	default:
+		if !st.eof {
+			st.rerr = unix.Errno(-res)
+		}
+	}
+	return st.held >= uringStreamHold
+}
+
+// spillLocked copies the unread bytes out of the selector's buffers,
+// which are about to be unmapped, and gives the buffers up. Called with
+// mu held.
+func (st *uringStream) spillLocked() {
+	for _, c := range st.chunks {
+		st.spill = append(st.spill, st.s.bufs.buf(c.id)[c.off:c.end]...)
+	}
+	st.s.bufs.lent.Add(-int32(len(st.chunks)))
+	st.chunks = nil
+}

@@ -1,0 +1,444 @@
+//go:build linux
+
+package sys
+
+import (
+	"os"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Streams on the io_uring backend (completion mode, Options.Completion):
+// the selector's side of uringStream. See uringStream for the Stream's
+// invariants and uringBufs for the buffers'.
+//
+// Readiness. A stream's entry has no poll request: its conditions are the
+// Stream's state (uringStream.condLocked), and every completion that
+// changes it, and every Add, Modify and Drained, announces the entry
+// (announceLocked), which puts what it reports in the due list; the
+// harvest reports due entries after it has applied the completions. The
+// modes are the contract's:
+//   - Edge: a condition is reported when it appears and is then quiet
+//     until Drained (the caller's EAGAIN, or a short read); Drained of a
+//     condition that is there again makes it due at once.
+//   - Level: reported by every Select while it holds: a reported entry is
+//     announced again by the next Select (flushResubmits).
+//   - Oneshot: reported once, then nothing until Modify.
+//
+// Keys. A stream's requests carry uringStreamTag | id (bit 61 set for a
+// send), never a descriptor, so a completion finds its Stream in the
+// streams map also after Delete (S5): bytes received before the Delete are
+// the caller's, and a send's buffer is freed only at its completion.
+//
+// Delete and the CQ. Bytes a receive took from the socket may wait in the
+// CQ after the receive is cancelled. Were Delete to return then, a caller
+// reading the descriptor itself would get later bytes before them. So
+// Delete cancels the receive and returns only once its last completion
+// has been harvested: by the Select running at the time (it is woken by
+// that completion; Delete waits on cond), or, when no Select runs, by
+// Delete itself, which takes the Select's place (selecting) for that
+// long and keeps the events it harvests for the next Select (stash).
+//
+// Invariants (all under mu):
+//   - selecting is true while a goroutine reads the CQ (a Select, or a
+//     Delete or Close reaping); a Select that finds it set waits on cond.
+//   - stash holds events harvested outside a Select; the next Select
+//     returns them first.
+
+// uringStreamTag marks a stream request's user_data (bits 63 and 62 both
+// set: no registration's, removal's or internal tag has both).
+const (
+	uringStreamTag  = 3 << 62
+	uringStreamSendBit = 1 << 61
+)
+
+// AddStream implements StreamSelector.
+func (s *uringSelector) AddStream(fd int, key uint64, interest uint32, mode Mode) (Stream, error) {
+	if !s.completion {
+		return nil, s.Add(fd, key, interest, mode)
+	}
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := checkKey(key); err != nil {
+		return nil, os.NewSyscallError("io_uring(add)", err)
+	}
+	if fd < 0 {
+		return nil, os.NewSyscallError("io_uring(add)", unix.EBADF)
+	}
+	dfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("io_uring(add)", err)
+	}
+	s.mu.Lock()
+	defer s.unlockNudging()
+	fail := func(err error) (Stream, error) {
+		unix.Close(dfd)
+		return nil, err
+	}
+	if s.closed.Load() {
+		return fail(ErrClosed)
+	}
+	if _, ok := s.table[fd]; ok {
+		return fail(os.NewSyscallError("io_uring(add)", unix.EEXIST))
+	}
+	if s.bufs == nil {
+		b, err := newUringBufs(s.ring.fd)
+		if err != nil {
+			return fail(err)
+		}
+		s.bufs = b
+	}
+	s.nextStream++
+	st := &uringStream{s: s, id: s.nextStream, fd: fd, dfd: dfd}
+	e := &uringEntry{key: key, interest: interest, mode: mode, st: st}
+	s.newGenLocked(e)
+	st.entry = e
+	if err := s.armRecvLocked(st); err != nil {
+		return fail(err)
+	}
+	s.table[fd] = e
+	s.streams[st.id] = st
+	s.announceLocked(fd, e)
+	return st, s.submitIfBlockedLocked()
+}
+
+func (st *uringStream) userData(send bool) uint64 {
+	if send {
+		return uringStreamTag | uringStreamSendBit | uint64(st.id)
+	}
+	return uringStreamTag | uint64(st.id)
+}
+
+// armRecvLocked queues st's multishot receive (S3: only when none is in
+// the kernel).
+func (s *uringSelector) armRecvLocked(st *uringStream) error {
+	err := s.queueLocked(uringSQE{opcode: uringOpRecv, flags: uringSqeBufferSelect, ioprio: uringRecvMultishot,
+		fd: int32(st.dfd), bufIndex: uringBufGroup, userData: st.userData(false)})
+	if err == nil {
+		st.rx = true
+	}
+	return err
+}
+
+// cancelLocked queues the cancellation of the request with user_data ud.
+func (s *uringSelector) cancelLocked(ud uint64) error {
+	return s.queueLocked(uringSQE{opcode: uringOpAsyncCancel, fd: -1, addr: ud, userData: uringTagIgnore})
+}
+
+// wantRecv reports whether st should have a receive in the kernel.
+func (st *uringStream) wantRecv() bool {
+	if st.deleted || st.paused || st.starved || st.s.closed.Load() {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return !st.eof && st.rerr == 0
+}
+
+// streamCompleteLocked applies a completion of a stream's request.
+func (s *uringSelector) streamCompleteLocked(c uringCQE) {
+	st := s.streams[uint32(c.userData)]
+	if st == nil {
+		if c.flags&uringCQEFBuffer != 0 {
+			s.bufs.put(uint16(c.flags >> uringCQEBufferShift))
+			s.bufs.lent.Add(1) // put counted a buffer no Stream held
+		}
+		return
+	}
+	if c.userData&uringStreamSendBit != 0 {
+		s.sentLocked(st, c.res)
+	} else {
+		s.recvDoneLocked(st, c)
+	}
+	if e := st.entry; e != nil {
+		s.announceLocked(st.fd, e)
+	}
+	s.finishIfDoneLocked(st)
+}
+
+func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
+	pause := st.received(c.res, uint16(c.flags>>uringCQEBufferShift), c.flags&uringCQEFBuffer != 0)
+	if c.flags&uringCQEFMore != 0 {
+		if pause && !st.paused {
+			st.paused = true
+			_ = s.cancelLocked(st.userData(false))
+		}
+		return
+	}
+	st.rx = false
+	if st.deleted {
+		st.mu.Lock()
+		st.rxOver = true
+		st.mu.Unlock()
+	}
+	s.cond.Broadcast() // a Delete may wait for it
+	switch {
+	case c.res == -int32(unix.ENOBUFS):
+		if st.wantRecv() {
+			st.starved = true
+			s.starved = append(s.starved, st)
+			s.starvedN.Add(1)
+		}
+	case pause:
+		st.paused = true
+	case st.wantRecv():
+		// The kernel ended it (the CQ was full, or its thread exited):
+		// go on with a new one.
+		_ = s.armRecvLocked(st)
+	}
+}
+
+// sentLocked applies a send's completion (S4).
+func (s *uringSelector) sentLocked(st *uringStream, res int32) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case res > 0:
+		st.flight = st.flight[res:]
+	case res == -int32(unix.ECANCELED) && !st.closedSel:
+		// Cancelled by its thread's exit, not by us: send it again.
+	case res < 0:
+		st.werr = unix.Errno(-res)
+		st.flight, st.out = nil, nil
+	}
+	if len(st.flight) == 0 && st.werr == 0 && len(st.out) > 0 && !st.closedSel {
+		st.flight, st.out = st.out, st.flight[:0]
+	}
+	if len(st.flight) > 0 && st.werr == 0 && !st.closedSel {
+		s.pushSendLocked(st)
+		return
+	}
+	st.tx = false
+	if st.deleted {
+		st.txOver = true
+	}
+}
+
+// pushSendLocked queues the send of st.flight. Called with both mu held.
+func (s *uringSelector) pushSendLocked(st *uringStream) {
+	err := s.queueLocked(uringSQE{opcode: uringOpSend, fd: int32(st.dfd),
+		addr: uint64(uintptr(unsafe.Pointer(&st.flight[0]))), len: uint32(len(st.flight)),
+		opFlags: unix.MSG_NOSIGNAL, userData: st.userData(true)})
+	if err != nil {
+		st.werr = unix.ENOBUFS
+		st.flight, st.out, st.tx = nil, nil, false
+		return
+	}
+	st.tx = true
+}
+
+// startSend hands st's queue to the kernel if no send is in flight.
+func (s *uringSelector) startSend(st *uringStream) {
+	s.mu.Lock()
+	defer s.unlockNudging()
+	if s.closed.Load() || st.tx {
+		return
+	}
+	st.mu.Lock()
+	if len(st.out) > 0 && st.werr == 0 && !st.closedSel {
+		st.flight, st.out = st.out, st.flight[:0]
+		s.pushSendLocked(st)
+	}
+	st.mu.Unlock()
+	_ = s.submitIfBlockedLocked()
+}
+
+// resumeIfPaused arms st's receive again once Read brought it under half
+// its hold.
+func (s *uringSelector) resumeIfPaused(st *uringStream) {
+	s.mu.Lock()
+	defer s.unlockNudging()
+	if !st.paused || st.rx || s.closed.Load() {
+		return
+	}
+	st.paused = false
+	if st.wantRecv() && s.armRecvLocked(st) == nil {
+		_ = s.submitIfBlockedLocked()
+	}
+}
+
+// buffersBack arms the receives that ran out of buffers, now that a Read
+// gave some back.
+func (s *uringSelector) buffersBack() {
+	if s.starvedN.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.unlockNudging()
+	for _, st := range s.starved {
+		st.starved = false
+		if !st.rx && st.wantRecv() {
+			_ = s.armRecvLocked(st)
+		}
+	}
+	clear(s.starved)
+	s.starved = s.starved[:0]
+	s.starvedN.Store(0)
+	_ = s.submitIfBlockedLocked()
+}
+
+// announceLocked puts what the stream's entry reports now, by its mode,
+// in the due list (see "Readiness" above).
+func (s *uringSelector) announceLocked(fd int, e *uringEntry) {
+	e.st.mu.Lock()
+	ready := e.st.condLocked() & (e.interest | Error | Hup)
+	e.st.mu.Unlock()
+	if e.interest&(Readable|Hup) == 0 {
+		ready &^= Hup
+	}
+	if ready == 0 {
+		return
+	}
+	switch {
+	case e.mode&Oneshot != 0:
+		if e.fired {
+			return
+		}
+		e.fired = true
+	case e.mode&Edge != 0:
+		if ready&^(e.quiet|e.reported) == 0 {
+			return
+		}
+		e.quiet |= ready & (Readable | Writable | Priority)
+		e.reported |= ready & (Error | Hup)
+	}
+	if e.due == 0 {
+		s.due = append(s.due, uringResubmit{fd, e})
+	}
+	e.due |= ready
+	s.streamDue = true
+	if s.blocked {
+		s.nudgeDue = true
+	}
+}
+
+// streamDrainedLocked is Drained for a stream's entry.
+func (s *uringSelector) streamDrainedLocked(fd int, e *uringEntry, ready uint32) {
+	if e.mode&(Edge|Oneshot) != Edge {
+		return
+	}
+	bits := e.quiet & ready
+	e.quiet &^= bits
+	if bits != 0 {
+		s.announceLocked(fd, e)
+	}
+}
+
+// streamModifyLocked is Modify for a stream's entry: its first look
+// reports what is there under the new interest.
+func (s *uringSelector) streamModifyLocked(fd int, e *uringEntry, key uint64, interest uint32, mode Mode) {
+	e.key, e.interest, e.mode = key, interest, mode
+	e.quiet, e.reported, e.due, e.fired = 0, 0, 0, false
+	s.announceLocked(fd, e)
+}
+
+// streamDeleteLocked is Delete for a stream's entry: it cancels the
+// receive and waits until its last completion is harvested ("Delete and
+// the CQ").
+func (s *uringSelector) streamDeleteLocked(fd int, e *uringEntry) error {
+	st := e.st
+	delete(s.table, fd)
+	e.due, st.entry, st.deleted = 0, nil, true
+	st.mu.Lock()
+	st.txOver = true
+	st.mu.Unlock()
+	if !st.rx {
+		st.mu.Lock()
+		st.rxOver = true
+		st.mu.Unlock()
+		s.finishIfDoneLocked(st)
+		return nil
+	}
+	if err := s.cancelLocked(st.userData(false)); err != nil {
+		return err
+	}
+	if err := s.submitLocked(); err != nil {
+		return err
+	}
+	s.reapLocked(func() bool { return !st.rx }, time.Second)
+	s.finishIfDoneLocked(st)
+	return nil
+}
+
+// reapLocked waits, up to limit, until done reports true: for the Select
+// running to harvest what it waits for, or harvesting itself when none
+// runs (the events go to stash). Called and returns with mu held.
+func (s *uringSelector) reapLocked(done func() bool, limit time.Duration) {
+	end := time.Now().Add(limit)
+	for !done() && time.Now().Before(end) {
+		if s.selecting {
+			s.cond.Wait()
+			continue
+		}
+		s.selecting = true
+		s.mu.Unlock()
+		s.beginSelect()
+		_ = s.enterWait(1, 10*time.Millisecond)
+		n, woken, _, _ := s.harvest(s.reapBuf[:])
+		s.mu.Lock()
+		s.stash = append(s.stash, s.reapBuf[:n]...)
+		s.stashWoken = s.stashWoken || woken
+		s.selecting = false
+		s.cond.Broadcast()
+	}
+}
+
+// finishIfDoneLocked forgets a deleted Stream once no request of it is
+// in the kernel, and closes its duplicate descriptor (S5).
+func (s *uringSelector) finishIfDoneLocked(st *uringStream) {
+	if !st.deleted || st.rx || st.tx || st.dfd < 0 {
+		return
+	}
+	delete(s.streams, st.id)
+	unix.Close(st.dfd)
+	st.dfd = -1
+}
+
+// closeStreamsLocked is Close's part for the streams: it cancels their
+// requests, reaps them (bounded: a Select may be running), copies what
+// they received out of the buffers, and unmaps the buffers only if no
+// request of a Stream is left in the kernel; otherwise the mappings stay,
+// since the kernel could still write into them.
+func (s *uringSelector) closeStreamsLocked() {
+	if s.bufs == nil {
+		return
+	}
+	for _, st := range s.streams {
+		if st.rx {
+			_ = s.cancelLocked(st.userData(false))
+		}
+		if st.tx {
+			_ = s.cancelLocked(st.userData(true))
+		}
+	}
+	_ = s.submitLocked()
+	busy := func() bool {
+		for _, st := range s.streams {
+			if st.rx || st.tx {
+				return false
+			}
+		}
+		return true
+	}
+	s.reapLocked(busy, 200*time.Millisecond)
+	idle := busy()
+	for _, st := range s.streams {
+		st.mu.Lock()
+		st.spillLocked()
+		st.closedSel, st.rxOver = true, true
+		if !st.tx {
+			st.txOver = true
+		}
+		st.mu.Unlock()
+		if st.dfd >= 0 && !st.tx {
+			unix.Close(st.dfd)
+			st.dfd = -1
+		}
+	}
+	if idle {
+		s.bufs.close(s.ring.fd)
+	}
+}
