@@ -20,24 +20,24 @@ import (
 //
 // Invariants (mu guards tail and every write of a description):
 //
-//  B1. The kernel is the consumer: it takes the description at its own
-//      head (which it keeps to itself) and moves on; we are the producer
-//      and own the tail, the 16 bits at offset 14 of the first
-//      description. We write a description in the slot at tail, then
-//      publish it by storing tail+1 (release); the kernel loads the tail
-//      with acquire before it reads a description.
-//  B2. A buffer is the kernel's from the moment its description is
-//      published until a completion names it (IORING_CQE_F_BUFFER, the
-//      buffer id in the flags' top 16 bits); from then on it is the
-//      stream's that received it, until the stream gives it back (put).
-//      Every buffer is in exactly one of those hands, so the ring never
-//      holds more than uringBufCount descriptions and never overflows.
-//  B3. The tail shares a 32-bit word with the buffer id of the first
-//      description (offsets 12 to 15). Go has no 16-bit atomic store, so
-//      the tail is published with a 32-bit one that writes that id again:
-//      first0 is the id we last wrote there, so the store changes only the
-//      tail. A kernel reading the first description meanwhile reads the
-//      id it would have read anyway.
+//	B1. The kernel is the consumer: it takes the description at its own
+//	    head (which it keeps to itself) and moves on; we are the producer
+//	    and own the tail, the 16 bits at offset 14 of the first
+//	    description. We write a description in the slot at tail, then
+//	    publish it by storing tail+1 (release); the kernel loads the tail
+//	    with acquire before it reads a description.
+//	B2. A buffer is the kernel's from the moment its description is
+//	    published until a completion names it (IORING_CQE_F_BUFFER, the
+//	    buffer id in the flags' top 16 bits); from then on it is the
+//	    stream's that received it, until the stream gives it back (put).
+//	    Every buffer is in exactly one of those hands, so the ring never
+//	    holds more than uringBufCount descriptions and never overflows.
+//	B3. The tail shares a 32-bit word with the buffer id of the first
+//	    description (offsets 12 to 15). Go has no 16-bit atomic store, so
+//	    the tail is published with a 32-bit one that writes that id again:
+//	    first0 is the id we last wrote there, so the store changes only the
+//	    tail. A kernel reading the first description meanwhile reads the
+//	    id it would have read anyway.
 type uringBufs struct {
 	mu     sync.Mutex
 	ring   []byte // the descriptions (uringBufCount of 16 bytes)

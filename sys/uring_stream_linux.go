@@ -18,25 +18,25 @@ import (
 //
 // Invariants. Lock order: uringSelector.mu, then mu.
 //
-//  S1. mu guards chunks, held, spill, eof, rerr, out, flight, werr and
-//      closedSel. The selector's fields (entry, rx, paused, starved, tx,
-//      deleted) are guarded by uringSelector.mu.
-//  S2. chunks are the buffers the receive completed into and the caller
-//      has not read in full, in the order the kernel completed them (the
-//      order of the bytes: one receive per Stream, whose completions the
-//      CQ keeps in order). Each is the Stream's (B2 in uringBufs) until
-//      Read gives it back. held counts their unread bytes.
-//  S3. rx: a receive of this Stream is in the kernel, from its submission
-//      until its last completion (one without IORING_CQE_F_MORE) is
-//      harvested. At most one at a time: a receive is submitted again only
-//      once rx is false, so two receives never race for the socket's bytes.
-//  S4. flight is the slice a send in the kernel reads (tx true), from its
-//      submission to its completion; it is not written meanwhile (Write
-//      appends to out), and it stays reachable from the Stream, so the
-//      collector keeps it. A short send is submitted again for the rest.
-//  S5. A Stream is in the selector's streams map from AddStream until it
-//      is deleted and neither a receive nor a send is in the kernel; dfd
-//      is closed then, once.
+//	S1. mu guards chunks, held, spill, eof, rerr, out, flight, werr and
+//	    closedSel. The selector's fields (entry, rx, paused, starved, tx,
+//	    deleted) are guarded by uringSelector.mu.
+//	S2. chunks are the buffers the receive completed into and the caller
+//	    has not read in full, in the order the kernel completed them (the
+//	    order of the bytes: one receive per Stream, whose completions the
+//	    CQ keeps in order). Each is the Stream's (B2 in uringBufs) until
+//	    Read gives it back. held counts their unread bytes.
+//	S3. rx: a receive of this Stream is in the kernel, from its submission
+//	    until its last completion (one without IORING_CQE_F_MORE) is
+//	    harvested. At most one at a time: a receive is submitted again only
+//	    once rx is false, so two receives never race for the socket's bytes.
+//	S4. flight is the slice a send in the kernel reads (tx true), from its
+//	    submission to its completion; it is not written meanwhile (Write
+//	    appends to out), and it stays reachable from the Stream, so the
+//	    collector keeps it. A short send is submitted again for the rest.
+//	S5. A Stream is in the selector's streams map from AddStream until it
+//	    is deleted and neither a receive nor a send is in the kernel; dfd
+//	    is closed then, once.
 type uringStream struct {
 	s   *uringSelector
 	id  uint32 // key in uringSelector.streams; user_data of its requests

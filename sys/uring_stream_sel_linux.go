@@ -50,7 +50,7 @@ import (
 // uringStreamTag marks a stream request's user_data (bits 63 and 62 both
 // set: no registration's, removal's or internal tag has both).
 const (
-	uringStreamTag  = 3 << 62
+	uringStreamTag     = 3 << 62
 	uringStreamSendBit = 1 << 61
 )
 
