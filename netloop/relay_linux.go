@@ -36,8 +36,13 @@ func spliceable(src, sink Stream) bool {
 	return !relayForceCopy && streamFd(src) >= 0 && streamFd(sink) >= 0
 }
 
-// streamFd is s's descriptor, or -1.
+// streamFd is s's descriptor, or -1, also when its I/O goes through its
+// Poll's backend (socket.TCPConn.Completion), which a splice of the
+// descriptor would bypass.
 func streamFd(s Stream) int {
+	if c, ok := s.(interface{ Completion() bool }); ok && c.Completion() {
+		return -1
+	}
 	if f, ok := s.(interface{ Fd() int }); ok {
 		return f.Fd()
 	}

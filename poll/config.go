@@ -44,6 +44,13 @@ type Config struct {
 	// microsecond), so their events are not held back by it. Default
 	// 20µs; negative disables it.
 	SpinWait time.Duration
+	// Completion makes the "uring" backend do the I/O of connected stream
+	// sockets itself (see Stream): the socket package's TCPConn and
+	// UnixConn then read bytes the ring has already received and queue
+	// their writes for the ring to send, with no system call of their
+	// own. Other backends ignore it. False means the UNIPOLL_COMPLETION
+	// environment variable ("1" turns it on).
+	Completion bool
 }
 
 // Default configuration values.
@@ -58,6 +65,11 @@ const (
 // backend with it (UNIPOLL_BACKEND=epoll, =poll).
 const EnvBackend = sys.EnvBackend
 
+// EnvCompletion names the environment variable that turns
+// Config.Completion on ("1") for every Poll whose Config leaves it false:
+// the test suite runs on uring with it too.
+const EnvCompletion = "UNIPOLL_COMPLETION"
+
 // envWait names the environment variable that chooses Config.Wait for
 // every Poll whose Config leaves it empty.
 const envWait = "UNIPOLL_WAIT"
@@ -68,6 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Wait == "" {
 		c.Wait = os.Getenv(envWait)
+	}
+	if !c.Completion {
+		c.Completion = os.Getenv(EnvCompletion) == "1"
 	}
 	if c.WheelTick < 0 {
 		return c, wrapf(ErrInvalidArgument, "config: WheelTick %v is negative", c.WheelTick)

@@ -163,6 +163,12 @@ func (p *Poll) lockFdCall(fd int, t Token, interest Ready, opts PollOpt) (PollOp
 }
 
 func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
+	return p.registerWith(fd, t, interest, opts, p.sel.Add)
+}
+
+// registerWith is registerFd with add doing the selector's part (Add, or a
+// StreamSelector's AddStream).
+func (p *Poll) registerWith(fd int, t Token, interest Ready, opts PollOpt, add func(int, uint64, uint32, sys.Mode) error) error {
 	opts, err := p.lockFdCall(fd, t, interest, opts)
 	if err != nil {
 		return err
@@ -172,7 +178,7 @@ func (p *Poll) registerFd(fd int, t Token, interest Ready, opts PollOpt) error {
 	if err != nil {
 		return wrapf(ErrAlreadyRegistered, "descriptor %d", fd)
 	}
-	if err := p.sel.Add(fd, fdKey(h), uint32(interest), sysMode(opts)); err != nil {
+	if err := add(fd, fdKey(h), uint32(interest), sysMode(opts)); err != nil {
 		p.fds.tab.Free(h)
 		if errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("descriptor %d: %w: %w", fd, ErrAlreadyRegistered, err)

@@ -80,7 +80,7 @@ func NewWithConfig(c Config) (*Poll, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := sys.NewWithOptions(c.Backend, sys.Options{Wait: c.Wait})
+	sel, err := sys.NewWithOptions(c.Backend, sys.Options{Wait: c.Wait, Completion: c.Completion})
 	if err != nil {
 		return nil, err
 	}

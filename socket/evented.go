@@ -40,7 +40,12 @@ func (l *TCPListener) Deregister(p *poll.Poll) error { return l.sockOf().Deregis
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (c *TCPConn) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().Register(p, t, interest, opts)
+	if c != nil && c.dial != nil && c.dial.state.Load() == dialPending {
+		// Its Writable must mean "connected" (ConnectError), which a
+		// Stream's (room in its queue) does not.
+		return c.sockOf().Register(p, t, interest, opts)
+	}
+	return c.sockOf().RegisterStream(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.
@@ -79,7 +84,7 @@ func (l *UnixListener) Deregister(p *poll.Poll) error { return l.sockOf().Deregi
 
 // Register implements poll.Evented; call Poll.Register instead.
 func (c *UnixConn) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	return c.sockOf().Register(p, t, interest, opts)
+	return c.sockOf().RegisterStream(p, t, interest, opts)
 }
 
 // Reregister implements poll.Evented; call Poll.Reregister instead.

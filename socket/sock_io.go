@@ -54,8 +54,15 @@ func readAny(s *sock, b []byte, stream bool) (int, error) {
 		return 0, err
 	}
 	defer s.RUnlock()
+	st := s.Stream()
 	for {
-		n, err := sysRead(s.Fd(), b)
+		var n int
+		var err error
+		if st != nil && stream {
+			n, err = st.Read(b)
+		} else {
+			n, err = sysRead(s.Fd(), b)
+		}
 		switch {
 		case err == nil && n == 0 && stream:
 			return 0, io.EOF
@@ -94,8 +101,15 @@ func write(s *sock, b []byte) (int, error) {
 	}
 	defer s.RUnlock()
 	n := 0
+	st := s.Stream()
 	for {
-		m, err := sysWrite(s.Fd(), b[n:])
+		var m int
+		var err error
+		if st != nil {
+			m, err = st.Write(b[n:])
+		} else {
+			m, err = sysWrite(s.Fd(), b[n:])
+		}
 		if m > 0 {
 			n += m
 		}
@@ -177,6 +191,16 @@ func shutdown(s *sock, how int) error {
 		return err
 	}
 	defer s.RUnlock()
+	if st := s.Stream(); st != nil && how == unix.SHUT_WR {
+		// After the bytes the Stream still queues.
+		return os.NewSyscallError("shutdown", st.CloseWrite())
+	}
+	if st := s.Stream(); st != nil && how == unix.SHUT_RDWR {
+		if err := st.CloseWrite(); err != nil {
+			return os.NewSyscallError("shutdown", err)
+		}
+		how = unix.SHUT_RD
+	}
 	return os.NewSyscallError("shutdown", unix.Shutdown(s.Fd(), how))
 }
 

@@ -129,6 +129,14 @@ func (c *TCPConn) RemoteAddr() net.Addr {
 // number after Close.
 func (c *TCPConn) Fd() int { return c.sockOf().Sysfd() }
 
+// Completion reports whether the conn's I/O goes through its Poll's
+// backend (poll.Stream: Config.Completion on the "uring" backend) rather
+// than through its descriptor: bytes the backend received wait in user
+// space, and writes queue there. Code that reads, writes or splices Fd
+// itself would then take bytes out of order; the conn's own Read and
+// Write are always right. Once true it stays true until Close.
+func (c *TCPConn) Completion() bool { return c.sockOf().HasStream() }
+
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
 func (c *TCPConn) Close() error { return c.sockOf().Close() }

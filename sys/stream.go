@@ -19,6 +19,10 @@ package sys
 type Stream interface {
 	Read(p []byte) (n int, err error)
 	Write(p []byte) (n int, err error)
+	// CloseWrite shuts the sending side down (shutdown(2), SHUT_WR) once
+	// every byte queued before it has been sent; Write fails with EPIPE
+	// from then on.
+	CloseWrite() error
 }
 
 // StreamSelector is a Selector that can take over a stream socket's I/O.

@@ -172,6 +172,7 @@ type uringSelector struct {
 	selecting  bool
 	cond       sync.Cond // on mu: selecting went false, or a receive ended
 	stash      []Event
+	stashAt    map[uint64]int // key -> index in stash
 	stashWoken bool
 	reapBuf    [64]Event
 

@@ -47,6 +47,10 @@ func (s *uringSelector) Select(events []Event, timeout time.Duration) (int, bool
 	if len(s.stash) > 0 || s.stashWoken {
 		n := copy(events, s.stash)
 		s.stash = append(s.stash[:0], s.stash[n:]...)
+		clear(s.stashAt)
+		for i, ev := range s.stash {
+			s.stashAt[ev.Key] = i
+		}
 		woken := s.stashWoken
 		s.stashWoken = false
 		s.mu.Unlock()

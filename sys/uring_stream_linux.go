@@ -52,15 +52,19 @@ type uringStream struct {
 	deleted bool
 
 	mu        sync.Mutex
-	chunks    []uringChunk
+	chunks    []uringChunk // unread from chunks[head]
+	head      int
 	held      int
 	spill     []byte // bytes copied out of buffers when the selector closed
 	eof       bool
 	rerr      unix.Errno
 	out       []byte // queued, not yet handed to the kernel
 	flight    []byte // S4
+	fbase     []byte // the whole buffer flight is the unsent rest of
+	spare     []byte // an emptied buffer, for out next
 	werr      unix.Errno
 	closedSel bool
+	shutWr    bool // CloseWrite: shut down once the queue has gone
 	rxOver    bool // deleted and no receive in the kernel: Read falls back
 	txOver    bool // deleted: Write falls back once nothing is queued
 }
@@ -76,11 +80,21 @@ type uringChunk struct {
 const uringStreamSend = 64 << 10
 
 // Read copies what the Stream received (S2) and gives the emptied
-// buffers back to the kernel.
+// buffers back to the kernel. When nothing is there it looks at the ring
+// once (uringSelector.look) before it says EAGAIN.
 func (st *uringStream) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	n, err := st.read(p)
+	if err == unix.EAGAIN {
+		st.s.look()
+		n, err = st.read(p)
+	}
+	return n, err
+}
+
+func (st *uringStream) read(p []byte) (int, error) {
 	var ids [64]uint16
 	nids := 0
 	st.mu.Lock()
@@ -90,17 +104,19 @@ func (st *uringStream) Read(p []byte) (int, error) {
 		st.spill, fromSpill = st.spill[n:], n
 	}
 	bufs := st.s.bufs
-	for n < len(p) && len(st.chunks) > 0 && nids < len(ids) {
-		c := &st.chunks[0]
+	for n < len(p) && st.head < len(st.chunks) && nids < len(ids) {
+		c := &st.chunks[st.head]
 		m := copy(p[n:], bufs.buf(c.id)[c.off:c.end])
 		n += m
 		c.off += uint16(m)
 		if c.off == c.end {
 			ids[nids] = c.id
 			nids++
-			st.chunks[0] = uringChunk{}
-			st.chunks = st.chunks[1:]
+			st.head++
 		}
+	}
+	if st.head == len(st.chunks) {
+		st.chunks, st.head = st.chunks[:0], 0 // the array is reused
 	}
 	st.held -= n - fromSpill
 	var err error
@@ -130,8 +146,25 @@ func (st *uringStream) Read(p []byte) (int, error) {
 }
 
 // Write queues what fits of p and starts a send if none is in flight.
+// When not all of it fits it looks at the ring once (uringSelector.look),
+// which may complete sends, and queues what fits then.
 func (st *uringStream) Write(p []byte) (int, error) {
+	n, err := st.write(p)
+	if err == unix.EAGAIN {
+		st.s.look()
+		var m int
+		m, err = st.write(p[n:])
+		n += m
+	}
+	return n, err
+}
+
+func (st *uringStream) write(p []byte) (int, error) {
 	st.mu.Lock()
+	if st.shutWr {
+		st.mu.Unlock()
+		return 0, unix.EPIPE
+	}
 	if st.werr != 0 {
 		err := st.werr
 		st.mu.Unlock()
@@ -158,6 +191,21 @@ func (st *uringStream) Write(p []byte) (int, error) {
 		return m, unix.EAGAIN
 	}
 	return m, nil
+}
+
+// CloseWrite implements Stream: at once when nothing is queued or in
+// flight, else when the last send completes (sentLocked).
+func (st *uringStream) CloseWrite() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.shutWr {
+		return nil
+	}
+	st.shutWr = true
+	if len(st.out) == 0 && len(st.flight) == 0 {
+		return unix.Shutdown(st.fd, unix.SHUT_WR)
+	}
+	return nil
 }
 
 // ignoringEINTRn retries f while it fails with EINTR, and makes a failed
@@ -202,6 +250,11 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 	defer st.mu.Unlock()
 	switch {
 	case res > 0 && hasBuf:
+		if st.head > 0 && len(st.chunks) == cap(st.chunks) {
+			// Move the unread ones to the front rather than grow.
+			k := copy(st.chunks, st.chunks[st.head:])
+			st.chunks, st.head = st.chunks[:k], 0
+		}
 		st.chunks = append(st.chunks, uringChunk{id: id, end: uint16(res)})
 		st.held += int(res)
 		st.s.bufs.lent.Add(1)
@@ -216,13 +269,21 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 	return st.held >= uringStreamHold
 }
 
+// low reports whether a paused receive may go on: Read brought what the
+// Stream holds down to half its hold.
+func (st *uringStream) low() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.held <= uringStreamHold/2
+}
+
 // spillLocked copies the unread bytes out of the selector's buffers,
 // which are about to be unmapped, and gives the buffers up. Called with
 // mu held.
 func (st *uringStream) spillLocked() {
-	for _, c := range st.chunks {
+	for _, c := range st.chunks[st.head:] {
 		st.spill = append(st.spill, st.s.bufs.buf(c.id)[c.off:c.end]...)
 	}
-	st.s.bufs.lent.Add(-int32(len(st.chunks)))
-	st.chunks = nil
+	st.s.bufs.lent.Add(-int32(len(st.chunks) - st.head))
+	st.chunks, st.head = nil, 0
 }

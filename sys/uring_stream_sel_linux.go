@@ -175,18 +175,25 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 		st.mu.Unlock()
 	}
 	s.cond.Broadcast() // a Delete may wait for it
-	switch {
-	case c.res == -int32(unix.ENOBUFS):
+	if c.res == -int32(unix.ENOBUFS) {
 		if st.wantRecv() {
 			st.starved = true
 			s.starved = append(s.starved, st)
 			s.starvedN.Add(1)
 		}
+		return
+	}
+	switch {
 	case pause:
 		st.paused = true
-	case st.wantRecv():
-		// The kernel ended it (the CQ was full, or its thread exited):
-		// go on with a new one.
+	case st.paused && st.low():
+		// Read brought it low while the cancel was on its way, and its
+		// resumeIfPaused found the receive still in the kernel.
+		st.paused = false
+	}
+	if st.wantRecv() {
+		// Paused and read since, or ended by the kernel (the CQ was full,
+		// its thread exited): go on with a new one.
 		_ = s.armRecvLocked(st)
 	}
 }
@@ -202,16 +209,26 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 		// Cancelled by its thread's exit, not by us: send it again.
 	case res < 0:
 		st.werr = unix.Errno(-res)
-		st.flight, st.out = nil, nil
+		st.fbase, st.flight, st.out = nil, nil, nil
 	}
 	if len(st.flight) == 0 && st.werr == 0 && len(st.out) > 0 && !st.closedSel {
-		st.flight, st.out = st.out, st.flight[:0]
+		emptied := st.fbase[:0]
+		st.fbase, st.flight, st.out = st.out, st.out, emptied
 	}
 	if len(st.flight) > 0 && st.werr == 0 && !st.closedSel {
 		s.pushSendLocked(st)
 		return
 	}
 	st.tx = false
+	if cap(st.out) == 0 {
+		st.out = st.fbase[:0] // reused: a steady stream allocates nothing
+	} else {
+		st.spare = st.fbase[:0]
+	}
+	st.fbase, st.flight = nil, nil
+	if st.shutWr && st.dfd >= 0 {
+		_ = unix.Shutdown(st.dfd, unix.SHUT_WR) // CloseWrite waited for the queue
+	}
 	if st.deleted {
 		st.txOver = true
 	}
@@ -224,7 +241,7 @@ func (s *uringSelector) pushSendLocked(st *uringStream) {
 		opFlags: unix.MSG_NOSIGNAL, userData: st.userData(true)})
 	if err != nil {
 		st.werr = unix.ENOBUFS
-		st.flight, st.out, st.tx = nil, nil, false
+		st.fbase, st.flight, st.out, st.tx = nil, nil, nil, false
 		return
 	}
 	st.tx = true
@@ -239,7 +256,7 @@ func (s *uringSelector) startSend(st *uringStream) {
 	}
 	st.mu.Lock()
 	if len(st.out) > 0 && st.werr == 0 && !st.closedSel {
-		st.flight, st.out = st.out, st.flight[:0]
+		st.fbase, st.flight, st.out, st.spare = st.out, st.out, st.spare, nil
 		s.pushSendLocked(st)
 	}
 	st.mu.Unlock()
@@ -379,10 +396,54 @@ func (s *uringSelector) reapLocked(done func() bool, limit time.Duration) {
 		_ = s.enterWait(1, 10*time.Millisecond)
 		n, woken, _, _ := s.harvest(s.reapBuf[:])
 		s.mu.Lock()
-		s.stash = append(s.stash, s.reapBuf[:n]...)
-		s.stashWoken = s.stashWoken || woken
+		s.stashLocked(s.reapBuf[:n], woken)
 		s.selecting = false
 		s.cond.Broadcast()
+	}
+}
+
+// look is a Read's or Write's look at the ring when its Stream had
+// nothing to give or no room: unless a Select (or another look) reads the
+// CQ, it submits what is queued, lets the kernel post what is due (on the
+// polling thread, the receives' and sends' completion work runs then), and
+// harvests, keeping the events for the next Select (stash). It is what a
+// read(2) that finds the socket empty costs on another backend, one
+// system call, and it lets a caller that reads or writes in a loop
+// without polling in between (which the contract allows) make progress.
+func (s *uringSelector) look() {
+	s.mu.Lock()
+	if s.selecting || s.closed.Load() {
+		s.mu.Unlock()
+		return
+	}
+	s.selecting = true
+	s.mu.Unlock()
+	s.beginSelect()
+	_ = s.enterWait(0, 0)
+	n, woken, _, _ := s.harvest(s.reapBuf[:])
+	s.mu.Lock()
+	s.stashLocked(s.reapBuf[:n], woken)
+	s.selecting = false
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// stashLocked keeps events harvested outside a Select for the next one.
+// An event for a key already kept adds its bits to the kept one, so that
+// the stash holds at most one event per registration however often a
+// caller that does not poll looks.
+func (s *uringSelector) stashLocked(evs []Event, woken bool) {
+	s.stashWoken = s.stashWoken || woken
+	for _, ev := range evs {
+		if i, ok := s.stashAt[ev.Key]; ok {
+			s.stash[i].Ready |= ev.Ready
+			continue
+		}
+		if s.stashAt == nil {
+			s.stashAt = make(map[uint64]int)
+		}
+		s.stashAt[ev.Key] = len(s.stash)
+		s.stash = append(s.stash, ev)
 	}
 }
 

@@ -67,6 +67,13 @@ type Namer interface {
 //     is reported once and, when the caller follows the rule under
 //     poll.Edge, never lost. Costs: one branch on a field the read lock
 //     already covers; the call itself only when a pass ends.
+//  6. stream is the poll.Stream a RegisterStream obtained (the Poll's
+//     backend does the descriptor's I/O), or nil. Once set it stays until
+//     Close: after Deregister it still holds bytes received before, and
+//     falls back to the descriptor itself when it has none (poll.Stream),
+//     so every read and write goes through it for the descriptor's life,
+//     and a later registration is a plain one. Written with mu held for
+//     writing, read with mu held either way, like p (3).
 //
 // Lock order: mu, then the Poll's own locks (register, Close's deregister
 // and Drained call into the Poll with mu held; the Poll never calls back
@@ -76,12 +83,13 @@ type Namer interface {
 // serialising each other; the read lock is one atomic add on the fast
 // path.
 type Guard[N Namer] struct {
-	name  N
-	mu    sync.RWMutex
-	fd    int
-	state state
-	p     *poll.Poll
-	edge  bool
+	name   N
+	mu     sync.RWMutex
+	fd     int
+	state  state
+	p      *poll.Poll
+	edge   bool
+	stream poll.Stream
 }
 
 // state is where a Guard is in its life; see Guard.
@@ -199,7 +207,7 @@ func (g *Guard[N]) Close() error {
 			derr = g.name.Wrap("close: deregister", err)
 		}
 	}
-	g.p, g.edge = nil, false
+	g.p, g.edge, g.stream = nil, false, nil
 	// close is not retried on EINTR: the descriptor is released even then,
 	// and a retry could close a number another goroutine has just opened.
 	cerr := unix.Close(g.fd)
@@ -231,6 +239,51 @@ func (g *Guard[N]) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opt
 	g.p, g.edge = p, opts.IsEdge()
 	return nil
 }
+
+// RegisterStream is Register for a connected stream socket: when p's
+// backend does stream I/O itself, the Guard keeps the Stream it returns
+// (invariant 6) and Stream hands it to the I/O paths.
+func (g *Guard[N]) RegisterStream(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
+	if err := g.lock("register"); err != nil {
+		return err
+	}
+	defer g.mu.Unlock()
+	if p == nil {
+		return g.name.Wrap("register", errNilPoll)
+	}
+	g.forgetClosedPoll()
+	if g.p != nil && g.p != p {
+		return g.name.Wrap("register", poll.ErrRegisteredElsewhere)
+	}
+	if g.stream != nil {
+		// One Stream per descriptor life (invariant 6).
+		if err := poll.Fd(g.fd).Register(p, t, interest, opts); err != nil {
+			return err
+		}
+	} else {
+		st, err := poll.Fd(g.fd).RegisterStream(p, t, interest, opts)
+		if err != nil {
+			return err
+		}
+		g.stream = st
+	}
+	g.p, g.edge = p, opts.IsEdge()
+	return nil
+}
+
+// HasStream reports whether the descriptor's I/O goes through a Stream
+// (invariant 6).
+func (g *Guard[N]) HasStream() bool {
+	if g.RLock("stream") != nil {
+		return false
+	}
+	defer g.mu.RUnlock()
+	return g.stream != nil
+}
+
+// Stream returns the Stream the descriptor's I/O goes through, or nil for
+// the descriptor itself. Call it with the lock RLock took.
+func (g *Guard[N]) Stream() poll.Stream { return g.stream }
 
 // Reregister implements poll.Evented.Reregister.
 func (g *Guard[N]) Reregister(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {

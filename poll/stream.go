@@ -1,0 +1,58 @@
+package poll
+
+import "github.com/unipoll/unipoll/sys"
+
+// Stream is the I/O of a connected stream socket that a Poll's backend does
+// itself (completion mode: Config.Completion on the "uring" backend). Its
+// bytes are received into buffers the backend owns and sent from a queue,
+// both with the Poll's waits, so that Read and Write are copies in user
+// space and the system calls are the Poll's own, a few per wait instead of
+// one per read and per write.
+//
+// Read and Write behave as read(2) and write(2) on a non-blocking socket:
+// Read returns what has arrived (0 and a nil error at the end of the
+// stream, unix.EAGAIN when nothing has), Write queues what fits and returns
+// the count with unix.EAGAIN when not all of it did. The registration's
+// readiness is the Stream's: Readable means bytes (or the end, or an
+// error) wait in it, Writable means room in its queue; under Edge, end a
+// pass with Fd.Drained, as for any descriptor. Both are safe from any
+// goroutine.
+//
+// A Stream stays valid for the descriptor's life: after Deregister, Read
+// returns what the backend received before, in order, and then reads the
+// descriptor itself; Write queues behind the sends still in flight, and
+// writes the descriptor itself once none is. The sends still in flight go
+// out as the Poll keeps polling; a Poll closed first cancels them.
+type Stream interface {
+	Read(p []byte) (n int, err error)
+	Write(p []byte) (n int, err error)
+	// CloseWrite shuts the sending side down (shutdown(2) with SHUT_WR)
+	// once every byte queued before it has been sent; Write fails with
+	// unix.EPIPE from then on.
+	CloseWrite() error
+}
+
+// RegisterStream registers fd, a connected stream socket (TCP or Unix), as
+// Register does, and returns the Stream through which its I/O must go from
+// then on when the Poll's backend does stream I/O itself. Otherwise it
+// returns a nil Stream, and the caller reads and writes fd as usual. The
+// socket package's TCPConn and UnixConn use it; call it for a raw
+// descriptor only if every read and write of it goes through the Stream.
+func (fd Fd) RegisterStream(p *Poll, t Token, interest Ready, opts PollOpt) (Stream, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	ss, ok := p.sel.(sys.StreamSelector)
+	if !ok {
+		return nil, p.registerFd(int(fd), t, interest, opts)
+	}
+	var st sys.Stream
+	err := p.registerWith(int(fd), t, interest, opts, func(fd int, key uint64, interest uint32, mode sys.Mode) (err error) {
+		st, err = ss.AddStream(fd, key, interest, mode)
+		return err
+	})
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return st, nil
+}
