@@ -164,6 +164,8 @@ type uringSelector struct {
 	// Completion mode (uring_stream_sel_linux.go).
 	completion bool
 	bufs       *uringBufs
+	files      *uringFiles
+	noStreams  bool // the kernel lacks what streams need: AddStream is Add
 	streams    map[uint32]*uringStream
 	nextStream uint32
 	starved    []*uringStream

@@ -59,6 +59,11 @@ func (s *uringSelector) Add(fd int, key uint64, interest uint32, mode Mode) erro
 	if _, ok := s.table[fd]; ok {
 		return os.NewSyscallError("io_uring(add)", unix.EEXIST)
 	}
+	return s.addLocked(fd, key, interest, mode)
+}
+
+// addLocked is Add once the arguments are checked and mu is held.
+func (s *uringSelector) addLocked(fd int, key uint64, interest uint32, mode Mode) error {
 	e := &uringEntry{key: key, interest: interest, mode: mode}
 	if err := s.armLocked(fd, e); err != nil {
 		return err

@@ -11,10 +11,9 @@ import (
 // uringStream is a Stream on the io_uring backend: a multishot receive
 // (IORING_OP_RECV with IORING_RECV_MULTISHOT) into the selector's provided
 // buffers (uringBufs), and sends (IORING_OP_SEND) of a queue, one in
-// flight at a time so that the bytes leave in order. Its requests use a
-// duplicate of the caller's descriptor (dfd), so that a caller who closes
-// its descriptor after Delete never leaves a request naming a number the
-// process may reuse; dfd is closed when the last request is over.
+// flight at a time so that the bytes leave in order. Its requests name the
+// socket by its slot in the ring's table of files (uringFiles), which
+// holds a reference to the socket until the last request is over.
 //
 // Invariants. Lock order: uringSelector.mu, then mu.
 //
@@ -35,13 +34,14 @@ import (
 //	    appends to out), and it stays reachable from the Stream, so the
 //	    collector keeps it. A short send is submitted again for the rest.
 //	S5. A Stream is in the selector's streams map from AddStream until it
-//	    is deleted and neither a receive nor a send is in the kernel; dfd
-//	    is closed then, once.
+//	    is deleted and neither a receive nor a send is in the kernel; its
+//	    slot is cleared then, once.
 type uringStream struct {
-	s   *uringSelector
-	id  uint32 // key in uringSelector.streams; user_data of its requests
-	fd  int    // the caller's descriptor: the table's key
-	dfd int    // the duplicate the requests use
+	s     *uringSelector
+	id    uint32 // key in uringSelector.streams; user_data of its requests
+	fd    int    // the caller's descriptor: the table's key
+	slot  uint32 // in uringFiles: what the requests name
+	slotd bool   // slot cleared
 
 	// Guarded by uringSelector.mu (S1).
 	entry   *uringEntry
@@ -55,7 +55,7 @@ type uringStream struct {
 	chunks    []uringChunk // unread from chunks[head]
 	head      int
 	held      int
-	spill     []byte // bytes copied out of buffers when the selector closed
+	spill     []byte // bytes after the chunks, in the heap (past the bound, or the selector closed)
 	eof       bool
 	rerr      unix.Errno
 	out       []byte // queued, not yet handed to the kernel
@@ -98,11 +98,7 @@ func (st *uringStream) read(p []byte) (int, error) {
 	var ids [64]uint16
 	nids := 0
 	st.mu.Lock()
-	n, fromSpill := 0, 0
-	if len(st.spill) > 0 {
-		n = copy(p, st.spill)
-		st.spill, fromSpill = st.spill[n:], n
-	}
+	n := 0
 	bufs := st.s.bufs
 	for n < len(p) && st.head < len(st.chunks) && nids < len(ids) {
 		c := &st.chunks[st.head]
@@ -117,8 +113,16 @@ func (st *uringStream) read(p []byte) (int, error) {
 	}
 	if st.head == len(st.chunks) {
 		st.chunks, st.head = st.chunks[:0], 0 // the array is reused
+		if n < len(p) && len(st.spill) > 0 {
+			m := copy(p[n:], st.spill)
+			st.spill = st.spill[m:]
+			n += m
+			if len(st.spill) == 0 {
+				st.spill = nil
+			}
+		}
 	}
-	st.held -= n - fromSpill
+	st.held -= n
 	var err error
 	switch {
 	case n > 0:
@@ -227,7 +231,7 @@ func ignoringEINTRn(f func() (int, error)) (int, error) {
 // mu held.
 func (st *uringStream) condLocked() uint32 {
 	var r uint32
-	if st.held > 0 || len(st.spill) > 0 || st.eof || st.rerr != 0 {
+	if st.held > 0 || st.eof || st.rerr != 0 {
 		r |= Readable
 	}
 	if st.eof {
@@ -249,6 +253,16 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
+	case res > 0 && hasBuf && (len(st.spill) > 0 || st.held+int(res) > uringStreamHold):
+		// Past its bound (the kernel received more before the pause's
+		// cancel reached it): the bytes go to the heap and the buffer
+		// back to the ring at once, so that a reader who does not read
+		// never keeps more than its bound of the buffers every stream
+		// shares. Once spilling, everything spills, to keep the order.
+		st.spill = append(st.spill, st.s.bufs.buf(id)[:res]...)
+		st.held += int(res)
+		st.s.bufs.put(id)
+		st.s.bufs.lent.Add(1) // put counted a buffer no chunk held
 	case res > 0 && hasBuf:
 		if st.head > 0 && len(st.chunks) == cap(st.chunks) {
 			// Move the unread ones to the front rather than grow.
@@ -281,9 +295,11 @@ func (st *uringStream) low() bool {
 // which are about to be unmapped, and gives the buffers up. Called with
 // mu held.
 func (st *uringStream) spillLocked() {
+	var kept []byte
 	for _, c := range st.chunks[st.head:] {
-		st.spill = append(st.spill, st.s.bufs.buf(c.id)[c.off:c.end]...)
+		kept = append(kept, st.s.bufs.buf(c.id)[c.off:c.end]...)
 	}
+	st.spill = append(kept, st.spill...) // the chunks are older
 	st.s.bufs.lent.Add(-int32(len(st.chunks) - st.head))
 	st.chunks, st.head = nil, 0
 }

@@ -198,3 +198,214 @@ func TestUringStreamDeleteKeepsOrder(t *testing.T) {
 	require.Equal(t, "firstsecond", string(got))
 	require.Zero(t, s.bufs.lent.Load(), "every buffer went back")
 }
+
+// Oneshot: one event, then none until Modify, which reports what is there.
+func TestUringStreamOneshot(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	p := newSocketpair(t)
+	addStream(t, s, p.a, 2, Readable, Edge|Oneshot)
+	writeByte(t, p.b)
+	waitEvent(t, s, 2)
+	writeByte(t, p.b)
+	requireNoEvent(t, s, 2)
+	require.NoError(t, s.Modify(p.a, 12, Readable, Edge|Oneshot))
+	require.NotZero(t, waitEvent(t, s, 12).Ready&Readable)
+}
+
+// A reader that does not keep up: the Stream holds at most its bound
+// (the receive pauses, so one slow reader cannot take every buffer), and
+// reading on resumes it with nothing lost or reordered.
+func TestUringStreamSlowReaderPauses(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	p := newSocketpair(t)
+	st := addStream(t, s, p.a, 1, Readable, Edge)
+	msg := make([]byte, 2<<20)
+	_, _ = rand.Read(msg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for off := 0; off < len(msg); {
+			n, err := unix.Write(p.b, msg[off:])
+			if err == unix.EAGAIN {
+				pfd := []unix.PollFd{{Fd: int32(p.b), Events: unix.POLLOUT}}
+				_, _ = unix.Poll(pfd, 1000)
+				continue
+			}
+			if err != nil {
+				return
+			}
+			off += n
+		}
+	}()
+	// Poll without reading until the writer stalls: the Stream stops at
+	// its bound.
+	limit := time.Now().Add(5 * time.Second)
+	for time.Now().Before(limit) && int(s.bufs.lent.Load())*uringBufSize < uringStreamHold {
+		selectEvents(t, s, 16, 10*time.Millisecond)
+	}
+	for range 10 {
+		selectEvents(t, s, 16, 5*time.Millisecond)
+	}
+	// The bound is reached in a harvest; what the kernel received before
+	// the cancel reached it comes on top, but far from every buffer.
+	require.LessOrEqual(t, int(s.bufs.lent.Load()), uringStreamHold/uringBufSize,
+		"the Stream went on receiving past its bound")
+	got := readStreamAll(t, s, st, len(msg))
+	require.True(t, bytes.Equal(msg, got), "bytes differ")
+	<-done
+}
+
+// More streams than buffers: receives that find the ring empty (ENOBUFS)
+// go on once readers give buffers back, and every stream gets all of its
+// bytes.
+func TestUringStreamStarvedReceivesResume(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	const n = 40 // 40 streams x 16 KiB each > the 256 buffers
+	pairs := make([]*fdPair, n)
+	streams := make([]Stream, n)
+	for i := range n {
+		pairs[i] = newSocketpair(t)
+		streams[i] = addStream(t, s, pairs[i].a, uint64(i+1), Readable, Edge)
+	}
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 2<<10) // 32 KiB
+	for i := range n {
+		_, err := unix.Write(pairs[i].b, msg)
+		require.NoError(t, err)
+	}
+	for i := range n {
+		require.Equal(t, msg, readStreamAll(t, s, streams[i], len(msg)), "stream %d", i)
+	}
+	require.Zero(t, s.bufs.lent.Load())
+}
+
+// CloseWrite sends what is queued first, then the FIN.
+func TestUringStreamCloseWriteAfterQueue(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	p := newSocketpair(t)
+	st := addStream(t, s, p.a, 1, Readable|Writable, Edge)
+	msg := bytes.Repeat([]byte("q"), 50<<10)
+	n, err := st.Write(msg)
+	require.NoError(t, err)
+	require.Equal(t, len(msg), n)
+	require.NoError(t, st.(*uringStream).CloseWrite())
+	_, err = st.Write([]byte("late"))
+	require.ErrorIs(t, err, unix.EPIPE)
+	var got []byte
+	buf := make([]byte, 64<<10)
+	limit := time.Now().Add(5 * time.Second)
+	for time.Now().Before(limit) {
+		selectEvents(t, s, 16, 5*time.Millisecond)
+		m, err := unix.Read(p.b, buf)
+		if err == unix.EAGAIN {
+			continue
+		}
+		require.NoError(t, err)
+		if m == 0 {
+			require.Equal(t, msg, got)
+			return
+		}
+		got = append(got, buf[:m]...)
+	}
+	t.Fatalf("no FIN after %d of %d bytes", len(got), len(msg))
+}
+
+// A full queue: Write takes what fits and says EAGAIN; the Writable edge
+// comes once sends made room (after Drained).
+func TestUringStreamWriteBackPressure(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	p := newSocketpair(t)
+	st := addStream(t, s, p.a, 1, Writable, Edge)
+	require.NotZero(t, waitEvent(t, s, 1).Ready&Writable)
+	chunk := make([]byte, 64<<10)
+	total := 0
+	for {
+		n, err := st.Write(chunk)
+		total += n
+		if err == unix.EAGAIN {
+			break
+		}
+		require.NoError(t, err)
+		selectEvents(t, s, 16, 0)
+	}
+	require.NoError(t, s.Drained(p.a, Writable))
+	requireNoEvent(t, s, 1) // the peer reads nothing: no room comes
+	drained := 0
+	buf := make([]byte, 256<<10)
+	limit := time.Now().Add(5 * time.Second)
+	for time.Now().Before(limit) {
+		if m, err := unix.Read(p.b, buf); err == nil {
+			drained += m
+		}
+		evs := selectEvents(t, s, 16, 5*time.Millisecond)
+		if ev, ok := eventFor(evs, 1); ok {
+			require.NotZero(t, ev.Ready&Writable)
+			require.Positive(t, drained)
+			return
+		}
+	}
+	t.Fatalf("no Writable after the peer read %d of %d bytes", drained, total)
+}
+
+// A reset by the peer is Error, and Read returns it once, then the end.
+func TestUringStreamReset(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(ln)
+	require.NoError(t, unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	require.NoError(t, unix.Listen(ln, 1))
+	sa, err := unix.Getsockname(ln)
+	require.NoError(t, err)
+	cli, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	require.NoError(t, unix.Connect(cli, sa))
+	srv, _, err := unix.Accept4(ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+	require.NoError(t, err)
+	defer unix.Close(srv)
+	st := addStream(t, s, srv, 1, Readable, Edge)
+	require.NoError(t, unix.SetsockoptLinger(cli, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}))
+	require.NoError(t, unix.Close(cli))
+	limit := time.Now().Add(5 * time.Second)
+	for time.Now().Before(limit) {
+		ev, ok := eventFor(selectEvents(t, s, 16, 100*time.Millisecond), 1)
+		if !ok {
+			continue
+		}
+		require.NotZero(t, ev.Ready&Error, "%#x", ev.Ready)
+		_, err = st.Read(make([]byte, 8))
+		require.ErrorIs(t, err, unix.ECONNRESET)
+		n, err := st.Read(make([]byte, 8))
+		require.NoError(t, err)
+		require.Zero(t, n)
+		require.NoError(t, s.Delete(srv))
+		return
+	}
+	t.Fatal("no event for the reset")
+}
+
+// Closing the selector keeps what a Stream received readable, and the
+// descriptor is the caller's again afterwards.
+func TestUringStreamSelectorCloseKeepsBytes(t *testing.T) {
+	if !slices.Contains(Backends(), BackendUring) {
+		t.Skip("io_uring missing or refused on this kernel")
+	}
+	sel, err := NewWithOptions(BackendUring, Options{Completion: true})
+	require.NoError(t, err)
+	s := sel.(*uringSelector)
+	p := newSocketpair(t)
+	st := addStream(t, s, p.a, 1, Readable, Edge)
+	_, err = unix.Write(p.b, []byte("kept"))
+	require.NoError(t, err)
+	waitEvent(t, s, 1)
+	require.NoError(t, s.Close())
+	_, err = unix.Write(p.b, []byte("+direct"))
+	require.NoError(t, err)
+	got := make([]byte, 0, 16)
+	buf := make([]byte, 16)
+	for len(got) < len("kept+direct") {
+		n, err := st.Read(buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	require.Equal(t, "kept+direct", string(got))
+}

@@ -51,7 +51,8 @@ import (
 // set: no registration's, removal's or internal tag has both).
 const (
 	uringStreamTag     = 3 << 62
-	uringStreamSendBit = 1 << 61
+	uringStreamSendBit = 1 << 61 // the request is the Stream's send
+	uringStreamCancel  = 1 << 60 // the completion of a cancel of it
 )
 
 // AddStream implements StreamSelector.
@@ -68,31 +69,54 @@ func (s *uringSelector) AddStream(fd int, key uint64, interest uint32, mode Mode
 	if fd < 0 {
 		return nil, os.NewSyscallError("io_uring(add)", unix.EBADF)
 	}
-	dfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
+	var stat unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &stat) }); err != nil {
 		return nil, os.NewSyscallError("io_uring(add)", err)
+	}
+	if stat.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, s.Add(fd, key, interest, mode) // only a socket receives
 	}
 	s.mu.Lock()
 	defer s.unlockNudging()
-	fail := func(err error) (Stream, error) {
-		unix.Close(dfd)
-		return nil, err
-	}
 	if s.closed.Load() {
-		return fail(ErrClosed)
+		return nil, ErrClosed
 	}
 	if _, ok := s.table[fd]; ok {
-		return fail(os.NewSyscallError("io_uring(add)", unix.EEXIST))
+		return nil, os.NewSyscallError("io_uring(add)", unix.EEXIST)
 	}
-	if s.bufs == nil {
+	if s.bufs == nil && !s.noStreams {
 		b, err := newUringBufs(s.ring.fd)
-		if err != nil {
-			return fail(err)
+		if err == nil {
+			s.files, err = newUringFiles(s.ring.fd)
+			if err != nil {
+				b.close(s.ring.fd)
+			}
 		}
-		s.bufs = b
+		if err != nil {
+			// A kernel without provided buffer rings or sparse file
+			// tables (before 5.19): plain readiness, as without
+			// Completion.
+			s.noStreams = true
+		} else {
+			s.bufs = b
+		}
+	}
+	if s.noStreams {
+		return nil, s.addLocked(fd, key, interest, mode)
+	}
+	slot, ok, err := s.files.take(s.ring.fd, fd)
+	if err != nil {
+		return nil, os.NewSyscallError("io_uring(add)", err)
+	}
+	if !ok {
+		return nil, s.addLocked(fd, key, interest, mode) // the table is full
+	}
+	fail := func(err error) (Stream, error) {
+		s.files.clear(s.ring.fd, slot)
+		return nil, err
 	}
 	s.nextStream++
-	st := &uringStream{s: s, id: s.nextStream, fd: fd, dfd: dfd}
+	st := &uringStream{s: s, id: s.nextStream, fd: fd, slot: slot}
 	e := &uringEntry{key: key, interest: interest, mode: mode, st: st}
 	s.newGenLocked(e)
 	st.entry = e
@@ -115,17 +139,20 @@ func (st *uringStream) userData(send bool) uint64 {
 // armRecvLocked queues st's multishot receive (S3: only when none is in
 // the kernel).
 func (s *uringSelector) armRecvLocked(st *uringStream) error {
-	err := s.queueLocked(uringSQE{opcode: uringOpRecv, flags: uringSqeBufferSelect, ioprio: uringRecvMultishot,
-		fd: int32(st.dfd), bufIndex: uringBufGroup, userData: st.userData(false)})
+	err := s.queueLocked(uringSQE{opcode: uringOpRecv, flags: uringSqeBufferSelect | uringSqeFixedFile,
+		ioprio: uringRecvMultishot, fd: int32(st.slot), bufIndex: uringBufGroup, userData: st.userData(false)})
 	if err == nil {
 		st.rx = true
 	}
 	return err
 }
 
-// cancelLocked queues the cancellation of the request with user_data ud.
+// cancelLocked queues the cancellation of the stream request with
+// user_data ud. Its own completion carries ud with uringStreamCancel, so
+// that a cancel the kernel answers with -EALREADY (the request was busy
+// completing, and goes on) is made again (streamCompleteLocked).
 func (s *uringSelector) cancelLocked(ud uint64) error {
-	return s.queueLocked(uringSQE{opcode: uringOpAsyncCancel, fd: -1, addr: ud, userData: uringTagIgnore})
+	return s.queueLocked(uringSQE{opcode: uringOpAsyncCancel, fd: -1, addr: ud, userData: ud | uringStreamCancel})
 }
 
 // wantRecv reports whether st should have a receive in the kernel.
@@ -148,6 +175,18 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 		}
 		return
 	}
+	if c.userData&uringStreamCancel != 0 {
+		busy := st.rx
+		if c.userData&uringStreamSendBit != 0 {
+			busy = st.tx
+		}
+		if c.res == -int32(unix.EALREADY) && busy {
+			if s.cancelLocked(c.userData&^uringStreamCancel) == nil {
+				_ = s.submitLocked()
+			}
+		}
+		return
+	}
 	if c.userData&uringStreamSendBit != 0 {
 		s.sentLocked(st, c.res)
 	} else {
@@ -163,8 +202,12 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 	pause := st.received(c.res, uint16(c.flags>>uringCQEBufferShift), c.flags&uringCQEFBuffer != 0)
 	if c.flags&uringCQEFMore != 0 {
 		if pause && !st.paused {
+			// Submitted at once: until the cancel reaches the kernel
+			// the receive goes on taking buffers.
 			st.paused = true
-			_ = s.cancelLocked(st.userData(false))
+			if s.cancelLocked(st.userData(false)) == nil {
+				_ = s.submitLocked()
+			}
 		}
 		return
 	}
@@ -226,8 +269,11 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 		st.spare = st.fbase[:0]
 	}
 	st.fbase, st.flight = nil, nil
-	if st.shutWr && st.dfd >= 0 {
-		_ = unix.Shutdown(st.dfd, unix.SHUT_WR) // CloseWrite waited for the queue
+	if st.shutWr && !st.slotd {
+		// CloseWrite waited for the queue. By the slot: the caller may
+		// have closed its descriptor since.
+		_ = s.queueLocked(uringSQE{opcode: uringOpShutdown, flags: uringSqeFixedFile, fd: int32(st.slot),
+			len: unix.SHUT_WR, userData: uringTagIgnore})
 	}
 	if st.deleted {
 		st.txOver = true
@@ -236,7 +282,7 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 
 // pushSendLocked queues the send of st.flight. Called with both mu held.
 func (s *uringSelector) pushSendLocked(st *uringStream) {
-	err := s.queueLocked(uringSQE{opcode: uringOpSend, fd: int32(st.dfd),
+	err := s.queueLocked(uringSQE{opcode: uringOpSend, flags: uringSqeFixedFile, fd: int32(st.slot),
 		addr: uint64(uintptr(unsafe.Pointer(&st.flight[0]))), len: uint32(len(st.flight)),
 		opFlags: unix.MSG_NOSIGNAL, userData: st.userData(true)})
 	if err != nil {
@@ -448,14 +494,15 @@ func (s *uringSelector) stashLocked(evs []Event, woken bool) {
 }
 
 // finishIfDoneLocked forgets a deleted Stream once no request of it is
-// in the kernel, and closes its duplicate descriptor (S5).
+// in the kernel, and clears its slot (S5).
 func (s *uringSelector) finishIfDoneLocked(st *uringStream) {
-	if !st.deleted || st.rx || st.tx || st.dfd < 0 {
+	if !st.deleted || st.rx || st.tx || st.slotd {
 		return
 	}
 	delete(s.streams, st.id)
-	unix.Close(st.dfd)
-	st.dfd = -1
+	_ = s.submitLocked() // a queued shutdown names the slot: it goes first
+	s.files.clear(s.ring.fd, st.slot)
+	st.slotd = true
 }
 
 // closeStreamsLocked is Close's part for the streams: it cancels their
@@ -494,10 +541,7 @@ func (s *uringSelector) closeStreamsLocked() {
 			st.txOver = true
 		}
 		st.mu.Unlock()
-		if st.dfd >= 0 && !st.tx {
-			unix.Close(st.dfd)
-			st.dfd = -1
-		}
+
 	}
 	if idle {
 		s.bufs.close(s.ring.fd)
