@@ -2,6 +2,7 @@ package wheel
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/unipoll/unipoll/internal/base/table"
 )
@@ -41,7 +42,8 @@ func (w *Wheel) PendingLocked(id ID) bool {
 // wheel and returns its key; false if it has fired or was cancelled. mu
 // held.
 func (w *Wheel) CancelLocked(id ID) (key uint64, ok bool) {
-	return w.cancel(ownerDirect, id)
+	key, _, ok = w.cancel(ownerDirect, id)
+	return key, ok
 }
 
 // Wake wakes a sleeping consumer, as AddLocked asked. Not under mu.
@@ -92,10 +94,16 @@ func (w *Wheel) get(idx int32) *entry {
 	return w.entries.At(uint32(idx))
 }
 
-// freeEntry returns entry h, which is in no slot, to the table.
-func (w *Wheel) freeEntry(h table.Handle, e *entry) {
-	w.owners[e.owner].refs--
+// freeEntry returns entry h, which is in no slot, to the table, and
+// returns the pointer that was beside it (invariant 8).
+func (w *Wheel) freeEntry(h table.Handle, e *entry) (p unsafe.Pointer) {
+	o := &w.owners[e.owner]
+	o.refs--
+	if o.ptrs {
+		p = w.ptrs.free(h.Idx)
+	}
 	w.entries.FreeFound(h)
+	return p
 }
 
 // lookup returns the entry id names, if it is still allocated.
@@ -226,11 +234,12 @@ func (w *Wheel) placeStaged(now int64) {
 	w.stagedAny.Store(false)
 }
 
-// cancel takes owner's pending entry id out of the wheel and frees it.
-func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
+// cancel takes owner's pending entry id out of the wheel and frees it,
+// and returns its key and the pointer beside it.
+func (w *Wheel) cancel(owner uint16, id ID) (key uint64, p unsafe.Pointer, ok bool) {
 	e, ok := w.entries.Lookup(id.h)
 	if !ok || e.owner != owner {
-		return 0, false // fired (and freed), cancelled, or another owner's
+		return 0, nil, false // fired (and freed), cancelled, or another owner's
 	}
 	idx := int32(id.h.Idx)
 	if e.where == stagedWhere {
@@ -243,6 +252,12 @@ func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
 	o.cancels++
 	w.cancelled++
 	key = e.key
+	if o.ptrs {
+		var last bool
+		if p, last = w.ptrs.take(id.h.Idx); last {
+			w.ptrs.release(id.h.Idx / table.ChunkSize) // rare: out of the inlined path
+		}
+	}
 	w.entries.FreeFound(id.h)
-	return key, true
+	return key, p, true
 }
