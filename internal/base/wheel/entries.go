@@ -179,7 +179,8 @@ func (w *Wheel) unlinkFrom(v []int32, idx int32, e *entry) []int32 {
 // schedule stages a new entry (invariant 7) and says whether to wake a
 // consumer sleeping past its due tick (invariant 5). at is the reading of
 // the clock the deadline was taken from. The caller wakes it once mu is
-// released.
+// released. Queue.AddKey has a copy of this body (it says why): change
+// both.
 func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool, error) {
 	if w.count.Load() == 0 && len(w.staged) == 0 && at >= (w.cur+1)*int64(w.tick) {
 		// Nothing is placed relative to the old cur: catch up for free.
@@ -235,7 +236,8 @@ func (w *Wheel) placeStaged(now int64) {
 }
 
 // cancel takes owner's pending entry id out of the wheel and frees it,
-// and returns its key and the pointer beside it.
+// and returns its key and the pointer beside it. Queue.RemoveKey has a
+// copy of this body (AddKey says why): change both.
 func (w *Wheel) cancel(owner uint16, id ID) (key uint64, p unsafe.Pointer, ok bool) {
 	e, ok := w.entries.Lookup(id.h)
 	if !ok || e.owner != owner {

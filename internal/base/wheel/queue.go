@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/unipoll/unipoll/internal/base/table"
 )
 
 // Queue is the wheel's side of one poll.TimerQueue: an owner of entries
@@ -131,9 +133,16 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 // keeps nothing per key under the wheel's mutex (package timer's values
 // that fit in the key and the pointer). With limit above zero, a Queue
 // that holds limit keys already, pending or expired and not taken, takes
-// no more: AddKey returns full. It is written out beside Add rather than
-// sharing a body with it: one body with both paths' branches cost each
-// Set+Cancel pair 1.7 ns, 3% (benchmarked on 2026-11-27).
+// no more: AddKey returns full.
+//
+// It is written out beside Add rather than sharing a body with it: one
+// body with both paths' branches cost each Set+Cancel pair 1.7 ns, 3%
+// (benchmarked on 2026-11-27). It also writes out w.schedule, as
+// RemoveKey writes out w.cancel: the two calls and their results were 39
+// of a pair's 569 instructions with a pointer beside the key, 24 of 516
+// without (callgrind, bench/GAPS.md "Timers"). Keep each copy in step
+// with its original; Check and the tests of both paths hold them to the
+// same invariants.
 func (q *Queue) AddKey(d time.Duration, key uint64, p unsafe.Pointer, limit int, full error) (ID, error) {
 	w := q.w.Load()
 	if w == nil {
@@ -150,17 +159,37 @@ func (q *Queue) AddKey(d time.Duration, key uint64, p unsafe.Pointer, limit int,
 		w.mu.Unlock()
 		return ID{}, full
 	}
-	eid, wake, err := w.schedule(id, key, deadline, at)
-	if q.ptrs && err == nil {
-		w.ptrs.set(eid.h.Idx, p)
+	// w.schedule(id, key, deadline, at), written out (see above).
+	if w.count.Load() == 0 && len(w.staged) == 0 && at >= (w.cur+1)*int64(w.tick) {
+		w.cur = int64(w.perTick.div(uint64(at)))
+	}
+	h, e, err := w.entries.Alloc()
+	if err != nil {
+		w.mu.Unlock()
+		return ID{}, ErrTooMany
+	}
+	e.deadline, e.key, e.pos, e.where, e.owner = deadline, key, int32(len(w.staged)), stagedWhere, id
+	o := &w.owners[id]
+	o.refs++
+	o.chunkBit(h.Idx)
+	w.staged = append(w.staged, int32(h.Idx))
+	if !w.stagedAny.Load() {
+		w.stagedAny.Store(true)
+	}
+	if q.ptrs {
+		w.ptrs.set(h.Idx, p)
 	} else if debugChecks && p != nil {
 		corrupted("a pointer given to a Queue that does not carry them (invariant 8)")
+	}
+	wake := w.sleeping && max(w.dueOf(e), w.cur+1) < w.sleepDue
+	if wake {
+		w.sleeping = false
 	}
 	w.mu.Unlock()
 	if wake {
 		w.wake()
 	}
-	return eid, err
+	return ID{h}, nil
 }
 
 // Remove cancels the deadline eid names, if it has not passed, and
@@ -198,9 +227,32 @@ func (q *Queue) RemoveKey(eid ID) (key uint64, p unsafe.Pointer, ok bool) {
 		w.mu.Unlock()
 		return 0, nil, false
 	}
-	key, p, ok = w.cancel(id, eid)
+	// w.cancel(id, eid), written out (see AddKey).
+	e, ok := w.entries.Lookup(eid.h)
+	if !ok || e.owner != id {
+		w.mu.Unlock()
+		return 0, nil, false // fired (and freed), cancelled, or another owner's
+	}
+	idx := int32(eid.h.Idx)
+	if e.where == stagedWhere {
+		w.staged = w.unlinkFrom(w.staged, idx, e)
+	} else {
+		w.unlink(idx, e)
+	}
+	o := &w.owners[id]
+	o.refs--
+	o.cancels++
+	w.cancelled++
+	key = e.key
+	if o.ptrs {
+		var last bool
+		if p, last = w.ptrs.take(eid.h.Idx); last {
+			w.ptrs.release(eid.h.Idx / table.ChunkSize)
+		}
+	}
+	w.entries.FreeFound(eid.h)
 	w.mu.Unlock()
-	return key, p, ok
+	return key, p, true
 }
 
 // TryRecv takes the oldest expired key (the earliest deadline), which take
