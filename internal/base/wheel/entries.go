@@ -42,8 +42,7 @@ func (w *Wheel) PendingLocked(id ID) bool {
 // wheel and returns its key; false if it has fired or was cancelled. mu
 // held.
 func (w *Wheel) CancelLocked(id ID) (key uint64, ok bool) {
-	key, _, ok = w.cancel(ownerDirect, id)
-	return key, ok
+	return w.cancel(ownerDirect, id)
 }
 
 // Wake wakes a sleeping consumer, as AddLocked asked. Not under mu.
@@ -236,12 +235,13 @@ func (w *Wheel) placeStaged(now int64) {
 }
 
 // cancel takes owner's pending entry id out of the wheel and frees it,
-// and returns its key and the pointer beside it. Queue.RemoveKey has a
-// copy of this body (AddKey says why): change both.
-func (w *Wheel) cancel(owner uint16, id ID) (key uint64, p unsafe.Pointer, ok bool) {
+// and returns its key; the pointer beside it, if any, is dropped (only
+// RemoveKey, which has a copy of this body, hands it back: AddKey says
+// why; change both).
+func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
 	e, ok := w.entries.Lookup(id.h)
 	if !ok || e.owner != owner {
-		return 0, nil, false // fired (and freed), cancelled, or another owner's
+		return 0, false // fired (and freed), cancelled, or another owner's
 	}
 	idx := int32(id.h.Idx)
 	if e.where == stagedWhere {
@@ -255,11 +255,8 @@ func (w *Wheel) cancel(owner uint16, id ID) (key uint64, p unsafe.Pointer, ok bo
 	w.cancelled++
 	key = e.key
 	if o.ptrs {
-		var last bool
-		if p, last = w.ptrs.take(id.h.Idx); last {
-			w.ptrs.release(id.h.Idx / table.ChunkSize) // rare: out of the inlined path
-		}
+		w.ptrs.free(id.h.Idx)
 	}
 	w.entries.FreeFound(id.h)
-	return key, p, true
+	return key, true
 }

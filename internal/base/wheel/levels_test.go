@@ -51,8 +51,7 @@ func (w *Wheel) take(id uint16) (uint64, bool) {
 func (w *Wheel) remove(id uint16, eid ID) (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key, _, ok := w.cancel(id, eid)
-	return key, ok
+	return w.cancel(id, eid)
 }
 
 // The wheel against a model, on small and normal levels: every deadline

@@ -207,7 +207,7 @@ func (q *Queue) Remove(eid ID, gone func(key uint64)) (key uint64, ok bool) {
 		w.mu.Unlock()
 		return 0, false
 	}
-	if key, _, ok = w.cancel(id, eid); ok && gone != nil {
+	if key, ok = w.cancel(id, eid); ok && gone != nil {
 		gone(key) // does not panic: it runs the caller's bookkeeping only
 	}
 	w.mu.Unlock()
