@@ -61,10 +61,12 @@ func TestTimerCancel(t *testing.T) {
 }
 
 // Capacity bounds what a Timer holds, pending or expired and untaken,
-// whether its values are in the wheel's keys (int) or in its slab (string).
+// wherever its values are: in the wheel's keys (int), beside them
+// (string), or in its slab ([2]string).
 func TestTimerCapacity(t *testing.T) {
 	t.Run("key", func(t *testing.T) { testCapacity(t, [3]int{1, 2, 3}) })
-	t.Run("slab", func(t *testing.T) { testCapacity(t, [3]string{"1", "2", "3"}) })
+	t.Run("beside", func(t *testing.T) { testCapacity(t, [3]string{"1", "2", "3"}) })
+	t.Run("slab", func(t *testing.T) { testCapacity(t, [3][2]string{{"1"}, {"2"}, {"3"}}) })
 }
 
 func testCapacity[T any](t *testing.T, vals [3]T) {

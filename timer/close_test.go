@@ -14,14 +14,22 @@ import (
 // and takes its timeouts out of the wheel at once, so more Timers than
 // there are owner ids (65,534) come and go, and a Register after them
 // still works.
+// The same with values that carry a pointer beside their key.
 func TestTimerCloseReleasesItsID(t *testing.T) {
+	t.Run("key", func(t *testing.T) { testCloseReleasesID(t, func(i int) int { return i }) })
+	t.Run("beside", func(t *testing.T) { testCloseReleasesID(t, func(i int) *int { return &i }) })
+}
+
+func testCloseReleasesID[T any](t *testing.T, val func(int) T) {
 	p := newPoll(t)
 	const n = 70_000
 	for i := range n {
-		tm, err := New[int]()
+		tm, err := New[T]()
 		require.NoError(t, err)
 		require.NoError(t, p.Register(tm, tok, poll.Readable, poll.Edge), "Timer %d", i)
-		_, err = tm.Set(time.Hour, i)
+		_, err = tm.Set(time.Hour, val(i))
+		require.NoError(t, err)
+		_, err = tm.Set(time.Hour, val(i))
 		require.NoError(t, err)
 		require.NoError(t, tm.Close())
 	}
@@ -33,11 +41,12 @@ func TestTimerCloseReleasesItsID(t *testing.T) {
 	require.Equal(t, []string{"after"}, drain(tm))
 }
 
-// A Timer closed after its Poll holds nothing, whichever way it keeps its
-// values (in the wheel's keys, or in its slab).
+// A Timer closed after its Poll holds nothing, wherever it keeps its
+// values (in the wheel's keys, beside them, or in its slab).
 func TestTimerLenAfterPollClose(t *testing.T) {
 	t.Run("key", func(t *testing.T) { testLenAfterPollClose(t, 1, 2) })
-	t.Run("slab", func(t *testing.T) { testLenAfterPollClose(t, "1", "2") })
+	t.Run("beside", func(t *testing.T) { testLenAfterPollClose(t, "1", "2") })
+	t.Run("slab", func(t *testing.T) { testLenAfterPollClose[any](t, "1", 2) })
 }
 
 func testLenAfterPollClose[T any](t *testing.T, a, b T) {

@@ -19,12 +19,16 @@
 // tick costs what expires, not what is pending, and a million pending
 // timeouts cost about 40 bytes each beyond their values.
 //
-// A value of a type that fits in 8 bytes and holds no pointer (an int, a
-// poll.Token, a small struct of numbers) travels in its timeout's wheel
-// entry: such a Timer keeps no table of values, and a Set with its Cancel
-// costs about a sixth less than with a value that holds a pointer (a
-// string, a *Request), which the Timer keeps in a table of its own. Both
-// behave the same in every other way.
+// Most values travel with their timeout's wheel entry, and such a Timer
+// keeps no table of values: a type that fits in 8 bytes and holds no
+// pointer (an int, a poll.Token, a small struct of numbers) in the entry's
+// key, and one of at most 16 bytes whose first word is a pointer and
+// whose second holds none (a *Request, a string, a map, a func, a struct
+// of a pointer and a number) in the key and beside it, where the garbage
+// collector sees the pointer. Any other type (an interface, a slice, a
+// bigger struct) is kept in a table of the Timer's own, which makes a Set
+// with its Cancel about a third dearer. All behave the same in every
+// other way.
 //
 // A typical loop:
 //

@@ -36,7 +36,7 @@ type Timer[T any] struct {
 	tq       *poll.TimerQueue // the Evented the user registers
 	q        *wheel.Queue     // tq's deadlines in the Poll's wheel (wheel.QueueOf)
 	capacity int
-	inline   bool // a T travels in its wheel entry's key (inline.go): vals stays empty
+	mode     valueMode // where a value travels (values.go): vals stays empty unless inSlab
 
 	// vals and closed are guarded by the lock of q (the Poll's wheel):
 	// they are touched only in the callbacks of q.Add, q.Remove, q.TryRecv
@@ -70,7 +70,11 @@ func New[T any](opts ...Option) (*Timer[T], error) {
 		}
 	}
 	tq := poll.NewTimerQueue(c.tick)
-	return &Timer[T]{tq: tq, q: wheel.QueueOf(tq), capacity: c.capacity, inline: inlineable[T]()}, nil
+	t := &Timer[T]{tq: tq, q: wheel.QueueOf(tq), capacity: c.capacity, mode: modeOf[T]()}
+	if t.mode == besideKey {
+		t.q.CarryPointers() // before the Queue is bound: nothing else has it yet
+	}
+	return t, nil
 }
 
 func (t *Timer[T]) check() error {
@@ -119,10 +123,11 @@ func (t *Timer[T]) Set(d time.Duration, v T) (Timeout, error) {
 	}
 	var id wheel.ID
 	var err error
-	if t.inline {
+	if t.mode != inSlab {
 		// Once Close has begun, the Queue's own closed check answers; a
 		// Set that slips in before it is dropped with the rest.
-		id, err = t.q.AddKey(d, pack(v), t.capacity, ErrFull)
+		k, p := split(t.mode, v)
+		id, err = t.q.AddKey(d, k, p, t.capacity, ErrFull)
 	} else {
 		id, err = t.add(d, v)
 	}
@@ -159,10 +164,10 @@ func (t *Timer[T]) Cancel(to Timeout) (T, bool) {
 	if t.check() != nil {
 		return v, false
 	}
-	if t.inline {
-		k, ok := t.q.Remove(to.id, nil)
+	if t.mode != inSlab {
+		k, p, ok := t.q.RemoveKey(to.id)
 		if ok {
-			v = unpack[T](k)
+			v = join[T](t.mode, k, p)
 		}
 		return v, ok
 	}
@@ -178,10 +183,10 @@ func (t *Timer[T]) TryRecv() (T, bool) {
 	if t.check() != nil {
 		return v, false
 	}
-	if t.inline {
-		k, ok := t.q.TryRecv(nil)
+	if t.mode != inSlab {
+		k, p, ok := t.q.TryRecvKey()
 		if ok {
-			v = unpack[T](k)
+			v = join[T](t.mode, k, p)
 		}
 		return v, ok
 	}
@@ -221,7 +226,7 @@ func (t *Timer[T]) Len() int {
 	if t.check() != nil {
 		return 0
 	}
-	if t.inline {
+	if t.mode != inSlab {
 		// The wheel counts them. A closed Timer holds nothing, but its
 		// Queue's counts stay as they were when its Poll closed first.
 		closed := false

@@ -1,8 +1,12 @@
 package wheel
 
-import "fmt"
+import (
+	"fmt"
 
-// Check walks every slot and checks invariants 1 to 4 and 7 against it: each
+	"github.com/unipoll/unipoll/internal/base/table"
+)
+
+// Check walks every slot and checks invariants 1 to 4, 7 and 8 against it: each
 // entry is where it says, in the slot its due tick gives, the occupancy
 // bits match the slots, and count and the table agree with what the slots
 // hold. It returns the first broken one, or nil. It takes mu; call it with
@@ -42,6 +46,40 @@ func (w *Wheel) Check() error {
 	}
 	if a := w.entries.Len(); a != n+len(w.staged) {
 		return fmt.Errorf("%d entries allocated, %d in slots and %d staged (invariant 1)", a, n, len(w.staged))
+	}
+	return w.checkPtrs()
+}
+
+// checkPtrs checks invariant 8: every entry of an owner that carries
+// pointers has a place beside it, no other index holds a pointer, the
+// chunks count their places, and none but chunk 0 is kept empty. mu held.
+func (w *Wheel) checkPtrs() error {
+	want := 0
+	for idx := range w.entries.Span() {
+		if _, e, ok := w.entries.Current(idx); ok && w.owners[e.owner].ptrs {
+			want++
+			ci := idx / table.ChunkSize
+			if int(ci) >= len(w.ptrs.chunks) || w.ptrs.chunks[ci] == nil {
+				return fmt.Errorf("entry %d of owner %d, which carries pointers, has no place (invariant 8)", idx, e.owner)
+			}
+		}
+	}
+	for ci, c := range w.ptrs.chunks {
+		if c == nil {
+			continue
+		}
+		if c.n == 0 && ci > 0 {
+			return fmt.Errorf("chunk %d of pointers kept with no place given (invariant 8)", ci)
+		}
+		for i, p := range c.p {
+			idx := uint32(ci*table.ChunkSize + i)
+			if _, e, ok := w.entries.Current(idx); p != nil && (!ok || !w.owners[e.owner].ptrs) {
+				return fmt.Errorf("a pointer beside entry %d, free or of an owner without pointers (invariant 8)", idx)
+			}
+		}
+	}
+	if got, _ := w.ptrs.count(); got != want {
+		return fmt.Errorf("%d places of pointers counted, %d entries carry one (invariant 8)", got, want)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // entries still fire, and the id is free.
 func TestCloseOwnerFreesItsEntries(t *testing.T) {
 	w, a := newTestWheel(t, time.Millisecond, 8, 0)
-	b, err := w.newOwner(0, func(bool) {}, errClosed)
+	b, err := w.newOwner(0, false, func(bool) {}, errClosed)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var bs []ID
@@ -38,7 +38,7 @@ func TestCloseOwnerFreesItsEntries(t *testing.T) {
 	w.mu.Unlock()
 	require.NoError(t, w.Check())
 	require.Equal(t, int64(1400), w.Pending(), "only b's entries are left")
-	id, err := w.newOwner(0, func(bool) {}, errClosed)
+	id, err := w.newOwner(0, false, func(bool) {}, errClosed)
 	require.NoError(t, err)
 	require.Equal(t, a, id, "the closed owner's id is free at once")
 
@@ -61,7 +61,7 @@ func TestCloseOwnerFreesItsEntries(t *testing.T) {
 // drop them.
 func TestCloseOwnerPastTheFilter(t *testing.T) {
 	w, a := newTestWheel(t, time.Millisecond, MaxSlots, 0)
-	b, err := w.newOwner(0, func(bool) {}, errClosed)
+	b, err := w.newOwner(0, false, func(bool) {}, errClosed)
 	require.NoError(t, err)
 	const chunks = filterChunks + 4
 	for i := range chunks * 1024 {

@@ -2,6 +2,7 @@ package wheel
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/unipoll/unipoll/internal/base/table"
 )
@@ -92,10 +93,16 @@ func (w *Wheel) get(idx int32) *entry {
 	return w.entries.At(uint32(idx))
 }
 
-// freeEntry returns entry h, which is in no slot, to the table.
-func (w *Wheel) freeEntry(h table.Handle, e *entry) {
-	w.owners[e.owner].refs--
+// freeEntry returns entry h, which is in no slot, to the table, and
+// returns the pointer that was beside it (invariant 8).
+func (w *Wheel) freeEntry(h table.Handle, e *entry) (p unsafe.Pointer) {
+	o := &w.owners[e.owner]
+	o.refs--
+	if o.ptrs {
+		p = w.ptrs.free(h.Idx)
+	}
 	w.entries.FreeFound(h)
+	return p
 }
 
 // lookup returns the entry id names, if it is still allocated.
@@ -171,7 +178,8 @@ func (w *Wheel) unlinkFrom(v []int32, idx int32, e *entry) []int32 {
 // schedule stages a new entry (invariant 7) and says whether to wake a
 // consumer sleeping past its due tick (invariant 5). at is the reading of
 // the clock the deadline was taken from. The caller wakes it once mu is
-// released.
+// released. Queue.AddKey has a copy of this body (it says why): change
+// both.
 func (w *Wheel) schedule(owner uint16, key uint64, deadline, at int64) (ID, bool, error) {
 	if w.count.Load() == 0 && len(w.staged) == 0 && at >= (w.cur+1)*int64(w.tick) {
 		// Nothing is placed relative to the old cur: catch up for free.
@@ -226,7 +234,10 @@ func (w *Wheel) placeStaged(now int64) {
 	w.stagedAny.Store(false)
 }
 
-// cancel takes owner's pending entry id out of the wheel and frees it.
+// cancel takes owner's pending entry id out of the wheel and frees it,
+// and returns its key; the pointer beside it, if any, is dropped (only
+// RemoveKey, which has a copy of this body, hands it back: AddKey says
+// why; change both).
 func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
 	e, ok := w.entries.Lookup(id.h)
 	if !ok || e.owner != owner {
@@ -243,6 +254,9 @@ func (w *Wheel) cancel(owner uint16, id ID) (key uint64, ok bool) {
 	o.cancels++
 	w.cancelled++
 	key = e.key
+	if o.ptrs {
+		w.ptrs.free(id.h.Idx)
+	}
 	w.entries.FreeFound(id.h)
 	return key, true
 }

@@ -200,6 +200,7 @@ func (w *Wheel) Close() {
 	defer w.mu.Unlock()
 	w.closed = true
 	w.entries.Reset()
+	w.ptrs = ptrSide{}
 	w.staged = nil
 	w.stagedAny.Store(false)
 	for i := range w.slotv {

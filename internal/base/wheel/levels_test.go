@@ -22,7 +22,7 @@ var errClosed = errors.New("closed")
 func newTestWheel(t require.TestingT, tick time.Duration, slots int, res time.Duration) (*Wheel, uint16) {
 	w := new(Wheel)
 	w.Init(tick, slots, func() {}, func(uint64) {})
-	id, err := w.newOwner(res, func(bool) {}, errClosed)
+	id, err := w.newOwner(res, false, func(bool) {}, errClosed)
 	require.NoError(t, err)
 	return w, id
 }
@@ -43,7 +43,8 @@ func (w *Wheel) add(id uint16, key uint64, d time.Duration) (ID, int64) {
 func (w *Wheel) take(id uint16) (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.takeExpired(id)
+	key, _, ok := w.takeExpired(id)
+	return key, ok
 }
 
 // remove is Queue.Remove for owner id.

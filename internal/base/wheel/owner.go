@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/unipoll/unipoll/internal/base/ring"
 	"github.com/unipoll/unipoll/internal/base/table"
@@ -32,10 +33,15 @@ type owner struct {
 	readable func(bool)        // a Queue's: sets (true) or clears its readiness; under mu
 	refs     int               // its entries in the wheel (pending)
 	expired  ring.Ring[uint64] // keys of its entries that fired, in deadline order
-	closed   bool              // Close ran: no entry is left, the id is free once refs is 0
-	res      time.Duration     // the Queue's resolution in whole ticks (ownerRes, dueOf)
-	fired    uint64
-	cancels  uint64
+	// ptrs says that the owner's entries carry a pointer beside their key
+	// (ptrs.go); expiredPtrs then holds the pointers of the keys in
+	// expired, one for one.
+	ptrs        bool
+	expiredPtrs ring.Ring[unsafe.Pointer]
+	closed      bool          // Close ran: no entry is left, the id is free once refs is 0
+	res         time.Duration // the Queue's resolution in whole ticks (ownerRes, dueOf)
+	fired       uint64
+	cancels     uint64
 	// chunks has bit c%filterChunks set if an entry of the owner may be
 	// in table chunk c (set on Add, cleared only when the owner is
 	// closed): where closeOwner looks for its entries.
@@ -58,16 +64,17 @@ type Stats struct {
 	Fired, Cancelled uint64
 }
 
-// newOwner gives a Queue of resolution res an owner id, reusing one whose
-// Queue is closed and whose entries are all gone. It returns errClosed
-// once the wheel is closed, ErrFull when no id is left. Takes mu.
-func (w *Wheel) newOwner(res time.Duration, readable func(bool), errClosed error) (uint16, error) {
+// newOwner gives a Queue of resolution res, whose entries carry pointers
+// if ptrs is set, an owner id, reusing one whose Queue is closed and whose
+// entries are all gone. It returns errClosed once the wheel is closed,
+// ErrFull when no id is left. Takes mu.
+func (w *Wheel) newOwner(res time.Duration, ptrs bool, readable func(bool), errClosed error) (uint16, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return 0, errClosed
 	}
-	o := owner{readable: readable, res: w.ownerRes(res)}
+	o := owner{readable: readable, res: w.ownerRes(res), ptrs: ptrs}
 	for id := 1; id < len(w.owners); id++ {
 		if old := &w.owners[id]; old.closed && old.refs == 0 {
 			*old = o
@@ -127,6 +134,7 @@ func (w *Wheel) closeOwner(id uint16) int {
 func (o *owner) closeLocked() {
 	o.closed = true
 	o.expired.Reset()
+	o.expiredPtrs.Reset()
 }
 
 // dropChunk frees the entries of owner id in table chunk ci. mu held.
@@ -139,8 +147,9 @@ func (w *Wheel) dropChunk(id uint16, ci uint32) {
 	}
 }
 
-// toExpired frees an entry that came due and appends its key to its
-// owner's expired ring (Expire hands them over in deadline order).
+// toExpired frees an entry that came due and appends its key (and the
+// pointer beside it) to its owner's expired ring (Expire hands them over
+// in deadline order).
 func (w *Wheel) toExpired(h table.Handle, e *entry) {
 	o := &w.owners[e.owner]
 	if o.expired.Len() == 0 {
@@ -148,23 +157,30 @@ func (w *Wheel) toExpired(h table.Handle, e *entry) {
 	}
 	o.expired.Push(e.key)
 	o.fired++
-	w.freeEntry(h, e)
+	if p := w.freeEntry(h, e); o.ptrs {
+		o.expiredPtrs.Push(p)
+	}
 }
 
-// takeExpired takes the oldest key of owner's expired ring.
-func (w *Wheel) takeExpired(id uint16) (key uint64, ok bool) {
+// takeExpired takes the oldest key of owner's expired ring, and the
+// pointer beside it.
+func (w *Wheel) takeExpired(id uint16) (key uint64, p unsafe.Pointer, ok bool) {
 	o := &w.owners[id]
 	if key, ok = o.expired.Pop(); !ok {
-		return 0, false
+		return 0, nil, false
+	}
+	if o.ptrs {
+		p, _ = o.expiredPtrs.Pop()
 	}
 	if o.expired.Len() == 0 {
 		o.expired.Trim(expiredKeep)
+		o.expiredPtrs.Trim(expiredKeep)
 		// Under mu, so that an expiry cannot set the readiness between the
 		// check and the clear (the expiring consumer holds mu too): an
 		// expired deadline never waits with its queue unreadable.
 		o.readable(false)
 	}
-	return key, true
+	return key, p, true
 }
 
 // stats returns owner id's counters.

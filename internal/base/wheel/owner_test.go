@@ -25,7 +25,7 @@ func TestTimerQueueResolutionWholeTicks(t *testing.T) {
 	} {
 		require.Equal(t, c.want, w.ownerRes(c.res), "resolution %v on a %v tick", c.res, tick)
 	}
-	id, err := w.newOwner(3*time.Millisecond, func(bool) {}, errClosed)
+	id, err := w.newOwner(3*time.Millisecond, false, func(bool) {}, errClosed)
 	require.NoError(t, err)
 	ms := int64(time.Millisecond)
 	for _, c := range []struct{ deadline, fires int64 }{

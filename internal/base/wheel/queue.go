@@ -4,6 +4,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/unipoll/unipoll/internal/base/table"
 )
 
 // Queue is the wheel's side of one poll.TimerQueue: an owner of entries
@@ -34,6 +37,7 @@ type Queue struct {
 	readable  func(bool)   // see owner.readable
 	unbound   func() error // why a Queue without a wheel takes no deadline, in the words of its TimerQueue
 	errClosed error        // the error of a closed Queue or Wheel
+	ptrs      bool         // its entries carry a pointer beside their key (CarryPointers)
 
 	mu sync.Mutex // serialises Bind and Close; Locked before Bind
 	w  atomic.Pointer[Wheel]
@@ -52,6 +56,11 @@ func (q *Queue) Init(res time.Duration, readable func(bool), unbound func() erro
 	q.res, q.readable, q.unbound, q.errClosed = max(res, 0), readable, unbound, errClosed
 }
 
+// CarryPointers makes the Queue's entries carry a pointer beside their
+// key (ptrs.go), which AddKey takes and RemoveKey and TryRecvKey give
+// back. Call it before Bind, with no other call on the Queue at once.
+func (q *Queue) CarryPointers() { q.ptrs = true }
+
 // Bind calls register, which registers the Queue's source and returns the
 // wheel of the Poll it is bound to, and, if the Queue has no wheel yet,
 // makes the Queue an owner of that wheel w. If that fails (w is closed: errClosed;
@@ -68,7 +77,7 @@ func (q *Queue) Bind(register func() (*Wheel, error), undo func()) error {
 	if q.w.Load() != nil {
 		return nil
 	}
-	id, err := w.newOwner(q.res, q.readable, q.errClosed)
+	id, err := w.newOwner(q.res, q.ptrs, q.readable, q.errClosed)
 	if err != nil {
 		undo()
 		return err
@@ -118,15 +127,23 @@ func (q *Queue) Add(d time.Duration, newKey func() (uint64, error)) (ID, error) 
 	return eid, err
 }
 
-// AddKey schedules a deadline d (not negative) from now carrying key, as
-// Add does with a newKey that returns key, but with no callback: the
-// caller keeps nothing per key under the wheel's mutex (package timer's
-// values that fit in the key itself). With limit above zero, a Queue that
-// holds limit keys already, pending or expired and not taken, takes no
-// more: AddKey returns full. It is written out beside Add rather than
-// sharing a body with it: one body with both paths' branches cost each
-// Set+Cancel pair 1.7 ns, 3% (benchmarked on 2026-11-27).
-func (q *Queue) AddKey(d time.Duration, key uint64, limit int, full error) (ID, error) {
+// AddKey schedules a deadline d (not negative) from now carrying key, and
+// p beside it if the Queue carries pointers (else p must be nil), as Add
+// does with a newKey that returns key, but with no callback: the caller
+// keeps nothing per key under the wheel's mutex (package timer's values
+// that fit in the key and the pointer). With limit above zero, a Queue
+// that holds limit keys already, pending or expired and not taken, takes
+// no more: AddKey returns full.
+//
+// It is written out beside Add rather than sharing a body with it: one
+// body with both paths' branches cost each Set+Cancel pair 1.7 ns, 3%
+// (benchmarked on 2026-11-27). It also writes out w.schedule, as
+// RemoveKey writes out w.cancel: the two calls and their results were 39
+// of a pair's 569 instructions with a pointer beside the key, 24 of 516
+// without (callgrind, bench/GAPS.md "Timers"). Keep each copy in step
+// with its original; Check and the tests of both paths hold them to the
+// same invariants.
+func (q *Queue) AddKey(d time.Duration, key uint64, p unsafe.Pointer, limit int, full error) (ID, error) {
 	w := q.w.Load()
 	if w == nil {
 		return ID{}, q.unbound()
@@ -142,12 +159,37 @@ func (q *Queue) AddKey(d time.Duration, key uint64, limit int, full error) (ID, 
 		w.mu.Unlock()
 		return ID{}, full
 	}
-	eid, wake, err := w.schedule(id, key, deadline, at)
+	// w.schedule(id, key, deadline, at), written out (see above).
+	if w.count.Load() == 0 && len(w.staged) == 0 && at >= (w.cur+1)*int64(w.tick) {
+		w.cur = int64(w.perTick.div(uint64(at)))
+	}
+	h, e, err := w.entries.Alloc()
+	if err != nil {
+		w.mu.Unlock()
+		return ID{}, ErrTooMany
+	}
+	e.deadline, e.key, e.pos, e.where, e.owner = deadline, key, int32(len(w.staged)), stagedWhere, id
+	o := &w.owners[id]
+	o.refs++
+	o.chunkBit(h.Idx)
+	w.staged = append(w.staged, int32(h.Idx))
+	if !w.stagedAny.Load() {
+		w.stagedAny.Store(true)
+	}
+	if q.ptrs {
+		w.ptrs.set(h.Idx, p)
+	} else if debugChecks && p != nil {
+		corrupted("a pointer given to a Queue that does not carry them (invariant 8)")
+	}
+	wake := w.sleeping && max(w.dueOf(e), w.cur+1) < w.sleepDue
+	if wake {
+		w.sleeping = false
+	}
 	w.mu.Unlock()
 	if wake {
 		w.wake()
 	}
-	return eid, err
+	return ID{h}, nil
 }
 
 // Remove cancels the deadline eid names, if it has not passed, and
@@ -172,6 +214,47 @@ func (q *Queue) Remove(eid ID, gone func(key uint64)) (key uint64, ok bool) {
 	return key, ok
 }
 
+// RemoveKey is Remove with no callback, which also returns the pointer
+// beside the key (nil unless the Queue carries pointers).
+func (q *Queue) RemoveKey(eid ID) (key uint64, p unsafe.Pointer, ok bool) {
+	w := q.w.Load()
+	if w == nil {
+		return 0, nil, false
+	}
+	id := q.id
+	w.mu.Lock()
+	if q.closed {
+		w.mu.Unlock()
+		return 0, nil, false
+	}
+	// w.cancel(id, eid), written out (see AddKey).
+	e, ok := w.entries.Lookup(eid.h)
+	if !ok || e.owner != id {
+		w.mu.Unlock()
+		return 0, nil, false // fired (and freed), cancelled, or another owner's
+	}
+	idx := int32(eid.h.Idx)
+	if e.where == stagedWhere {
+		w.staged = w.unlinkFrom(w.staged, idx, e)
+	} else {
+		w.unlink(idx, e)
+	}
+	o := &w.owners[id]
+	o.refs--
+	o.cancels++
+	w.cancelled++
+	key = e.key
+	if o.ptrs {
+		var last bool
+		if p, last = w.ptrs.take(eid.h.Idx); last {
+			w.ptrs.release(eid.h.Idx / table.ChunkSize)
+		}
+	}
+	w.entries.FreeFound(eid.h)
+	w.mu.Unlock()
+	return key, p, true
+}
+
 // TryRecv takes the oldest expired key (the earliest deadline), which take
 // (if not nil) is given under the wheel's mutex; false if none has
 // expired. The Queue stops being readable when it takes the last one.
@@ -185,10 +268,25 @@ func (q *Queue) TryRecv(take func(key uint64)) (key uint64, ok bool) {
 	if q.closed {
 		return 0, false
 	}
-	if key, ok = w.takeExpired(id); ok && take != nil {
+	if key, _, ok = w.takeExpired(id); ok && take != nil {
 		take(key)
 	}
 	return key, ok
+}
+
+// TryRecvKey is TryRecv with no callback, which also returns the pointer
+// beside the key (nil unless the Queue carries pointers).
+func (q *Queue) TryRecvKey() (key uint64, p unsafe.Pointer, ok bool) {
+	w, id, err := q.bound()
+	if err != nil {
+		return 0, nil, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q.closed {
+		return 0, nil, false
+	}
+	return w.takeExpired(id)
 }
 
 // Locked runs f while holding the lock the callbacks of Add, Remove and

@@ -89,7 +89,7 @@ func TestQueueBind(t *testing.T) {
 
 	// The id is free at once; the closed Queue does not reach its
 	// successor's deadlines through it.
-	id, err := w.newOwner(0, func(bool) {}, errClosed)
+	id, err := w.newOwner(0, false, func(bool) {}, errClosed)
 	require.NoError(t, err)
 	require.Equal(t, uint16(2), id, "the closed owner's id, free once Close returned")
 	next, _ := w.add(id, 7, time.Hour)

@@ -71,6 +71,9 @@
 //     consumer that looks once per tick places each deadline once. While
 //     the consumer sleeps, an entry due before sleepDue wakes it
 //     (invariant 5), which is all the levels would have done.
+//  8. An entry whose owner carries pointers may have one beside it, in
+//     ptrs at its index, where the garbage collector sees it (a key
+//     would hide it); no other index has one (ptrs.go).
 //
 // Lock order: a Queue's mu, then the Poll's locks (a Registration's mu),
 // then the wheel's mu, a leaf: nothing called under it takes another lock
@@ -113,6 +116,7 @@ type Wheel struct {
 	fire      func(key uint64) // owner 0's due entries, under mu
 
 	entries table.Table[entry]
+	ptrs    ptrSide // pointers beside the entries of owners that carry them (invariant 8)
 	owners  []owner // by owner id; 0 is the wheel user's own (fire)
 
 	// Consumer scratch, reused.
