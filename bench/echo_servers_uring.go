@@ -27,7 +27,8 @@ func init() {
 
 // echoFloors are the echo servers that measure what the kernel costs, not
 // peers: an echo target's "below every peer" leaves them out (a library
-// on epoll is not asked to beat the io_uring floor).
+// on epoll is not asked to beat the io_uring floor, nor gain, the Go peer
+// on io_uring: echoUringPeers).
 var echoFloors = []string{"c-floor", "c-uring-floor"}
 
 // prepareUringFloor builds floor/echo_uring.c with cc and liburing as name

@@ -253,7 +253,7 @@ func runEcho(r *Runner) (*Section, error) {
 				row.Baselines = append(row.Baselines, Named{n, m.get(statsAt(stats, cfg, n))})
 			}
 			if targeted {
-				row.Target = Target{Max: m.max, BelowPeers: m.all, NotPeers: echoFloors}
+				row.Target = Target{Max: m.max, BelowPeers: m.all, NotPeers: slices.Concat(echoFloors, echoUringPeers)}
 			}
 			sec.Rows = append(sec.Rows, row)
 		}
