@@ -253,12 +253,15 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
-	case res > 0 && hasBuf && (len(st.spill) > 0 || st.held+int(res) > uringStreamHold):
+	case res > 0 && hasBuf && (len(st.spill) > 0 || st.held+int(res) > uringStreamHold ||
+		int(st.s.bufs.lent.Load()) >= uringBufCount/2):
 		// Past its bound (the kernel received more before the pause's
-		// cancel reached it): the bytes go to the heap and the buffer
-		// back to the ring at once, so that a reader who does not read
-		// never keeps more than its bound of the buffers every stream
-		// shares. Once spilling, everything spills, to keep the order.
+		// cancel reached it), or half the buffers every stream shares
+		// are held by streams whose readers have not read them: the
+		// bytes go to the heap and the buffer back to the ring at once,
+		// so that readers who do not read (paused, slow) never keep the
+		// ring from the others. Once spilling, everything spills, to
+		// keep the order.
 		st.spill = append(st.spill, st.s.bufs.buf(id)[:res]...)
 		st.held += int(res)
 		st.s.bufs.put(id)

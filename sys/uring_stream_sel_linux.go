@@ -196,6 +196,11 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 		s.announceLocked(st.fd, e)
 	}
 	s.finishIfDoneLocked(st)
+	if len(s.starved) > 0 && int(s.bufs.lent.Load()) < uringBufCount {
+		// The harvest gave buffers back (received spills while they
+		// are scarce): the receives that ran dry go on.
+		s.rearmStarvedLocked()
+	}
 }
 
 func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
@@ -331,6 +336,12 @@ func (s *uringSelector) buffersBack() {
 	}
 	s.mu.Lock()
 	defer s.unlockNudging()
+	s.rearmStarvedLocked()
+	_ = s.submitIfBlockedLocked()
+}
+
+// rearmStarvedLocked arms the receives that ENOBUFS ended.
+func (s *uringSelector) rearmStarvedLocked() {
 	for _, st := range s.starved {
 		st.starved = false
 		if !st.rx && st.wantRecv() {
@@ -340,7 +351,6 @@ func (s *uringSelector) buffersBack() {
 	clear(s.starved)
 	s.starved = s.starved[:0]
 	s.starvedN.Store(0)
-	_ = s.submitIfBlockedLocked()
 }
 
 // announceLocked puts what the stream's entry reports now, by its mode,
