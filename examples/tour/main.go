@@ -6,7 +6,8 @@
 // output) registered with the same Poll and coming back from the same Poll
 // call; then the same kinds of work through an eventloop.Loop, a handler
 // per source, with a netloop Conn that netloop.Shutdown drains at the end
-// (loop.go).
+// (loop.go); and last a socket on a Poll in completion mode, whose bytes
+// io_uring receives and sends itself (completion.go).
 //
 //	go run ./examples/tour
 //
@@ -64,6 +65,11 @@ func main() {
 	}
 	fmt.Println("\nThe same through an eventloop.Loop, a handler per source:")
 	if err := loopTour(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "tour:", err)
+		os.Exit(1)
+	}
+	fmt.Println("\nCompletion mode (io_uring does a socket's I/O itself):")
+	if err := completionTour(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "tour:", err)
 		os.Exit(1)
 	}

@@ -40,3 +40,24 @@ func TestTour(t *testing.T) {
 		}
 	}
 }
+
+// The completion stop reads and writes through a Poll in completion mode
+// (or through the default backend where io_uring is refused) and says
+// which.
+func TestCompletionTour(t *testing.T) {
+	var out strings.Builder
+	if err := completionTour(&out); err != nil {
+		t.Fatalf("completion tour failed: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		`a read "ping" from `,
+		`a wrote "pong"; the Poll's next wait sent it, and b read it.`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), `on "uring"`) && !strings.Contains(out.String(), "from the ring's buffers") {
+		t.Errorf("a uring Poll in completion mode read from the descriptor:\n%s", out.String())
+	}
+}
