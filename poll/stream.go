@@ -30,6 +30,12 @@ type Stream interface {
 	// once every byte queued before it has been sent; Write fails with
 	// unix.EPIPE from then on.
 	CloseWrite() error
+	// Buffered reports the bytes the backend received that Read has not
+	// returned (unread) and the bytes Write queued that the kernel has not
+	// taken (unsent): with the socket's own queues (SIOCINQ, SIOCOUTQ)
+	// they account for every byte. It first lets the kernel post what it
+	// has completed, as a Read that finds nothing does.
+	Buffered() (unread, unsent int)
 }
 
 // RegisterStream registers fd, a connected stream socket (TCP or Unix), as

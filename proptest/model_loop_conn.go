@@ -53,7 +53,8 @@ var errAbort = errors.New("proptest: Abort")
 type loopConn struct {
 	label string
 	c     *netloop.Conn
-	fd    int // the Conn's descriptor; not to be used once it is closed
+	fd    int              // the Conn's descriptor; not to be used once it is closed
+	sock  *socket.UnixConn // the Conn's socket, for its Stream's counts
 	peer  *socket.UnixConn
 	pfd   int
 	prio  int
@@ -256,7 +257,7 @@ func (w *loopWorld) ConnAdd(t *rapid.T) {
 	if err != nil {
 		w.fatalf(t, "socket.Pair: %v", err)
 	}
-	lc.fd, lc.peer, lc.pfd = a.Fd(), b, b.Fd()
+	lc.fd, lc.sock, lc.peer, lc.pfd = a.Fd(), a, b, b.Fd()
 	if err := unix.SetsockoptInt(lc.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1); err != nil { // the least the kernel allows
 		w.fatalf(t, "SO_SNDBUF: %v", err)
 	}

@@ -185,6 +185,18 @@ func sendto(s *sock, b []byte, sa unix.Sockaddr) error {
 	}
 }
 
+// streamBuffered is the Stream's Buffered, or zeros without a Stream.
+func streamBuffered(s *sock) (unread, unsent int) {
+	if s.RLock("buffered") != nil {
+		return 0, 0
+	}
+	defer s.RUnlock()
+	if st := s.Stream(); st != nil {
+		return st.Buffered()
+	}
+	return 0, 0
+}
+
 // shutdown shuts down one or both directions of a stream.
 func shutdown(s *sock, how int) error {
 	if err := s.RLock("shutdown"); err != nil {

@@ -132,6 +132,13 @@ func (c *UnixConn) Fd() int { return c.sockOf().Sysfd() }
 // Write are always right. Once true it stays true until Close.
 func (c *UnixConn) Completion() bool { return c.sockOf().HasStream() }
 
+// CompletionBuffered reports, in completion mode (Completion), the bytes
+// the backend received that Read has not returned (unread) and the bytes
+// Write queued that the kernel has not taken (unsent); with the socket's
+// own queues (SIOCINQ, SIOCOUTQ) they account for every byte. Both are 0
+// otherwise.
+func (c *UnixConn) CompletionBuffered() (unread, unsent int) { return streamBuffered(c.sockOf()) }
+
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
 func (c *UnixConn) Close() error { return c.sockOf().Close() }

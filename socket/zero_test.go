@@ -29,6 +29,10 @@ type unopened struct {
 	calls []call
 	fd    func() int
 	addrs map[string]func() net.Addr
+	// zeros are the methods without an error result that must report
+	// their zero (no completion mode, nothing buffered): each says
+	// whether it did.
+	zeros map[string]func() bool
 	// methods is the type's exported method set, so that a method added
 	// later without a case here fails the test.
 	methods reflect.Type
@@ -92,7 +96,21 @@ func listenerCase(kind string, l listener, p *poll.Poll, accept func() error) un
 	}
 }
 
+// streamZeros are the completion-mode methods of the stream conns.
+func streamZeros(completion func() bool, buffered func() (int, int)) map[string]func() bool {
+	return map[string]func() bool{
+		"Completion":         func() bool { return !completion() },
+		"CompletionBuffered": func() bool { r, w := buffered(); return r == 0 && w == 0 },
+	}
+}
+
 func tcpConnCase(kind string, c *TCPConn, p *poll.Poll) unopened {
+	u := tcpConnCalls(kind, c, p)
+	u.zeros = streamZeros(c.Completion, c.CompletionBuffered)
+	return u
+}
+
+func tcpConnCalls(kind string, c *TCPConn, p *poll.Poll) unopened {
 	b := make([]byte, 4)
 	return connCase(kind+" *TCPConn", c, p,
 		call{"Read", func() error { _, err := c.Read(b); return err }},
@@ -126,11 +144,13 @@ func udpConnCase(kind string, c *UDPConn, p *poll.Poll) unopened {
 
 func unixConnCase(kind string, c *UnixConn, p *poll.Poll) unopened {
 	b := make([]byte, 4)
-	return connCase(kind+" *UnixConn", c, p,
+	u := connCase(kind+" *UnixConn", c, p,
 		call{"Read", func() error { _, err := c.Read(b); return err }},
 		call{"Write", func() error { _, err := c.Write(b); return err }},
 		call{"CloseWrite", c.CloseWrite},
 	)
+	u.zeros = streamZeros(c.Completion, c.CompletionBuffered)
+	return u
 }
 
 func unixListenerCase(kind string, l *UnixListener, p *poll.Poll) unopened {
@@ -168,6 +188,9 @@ func TestNilAndZeroSockets(t *testing.T) {
 				for name, f := range c.addrs {
 					require.NotPanics(t, func() { require.Nil(t, f(), name) }, name)
 				}
+				for name, f := range c.zeros {
+					require.NotPanics(t, func() { require.True(t, f(), name) }, name)
+				}
 			}
 			// The Poll holds nothing for the socket.
 			n, err := p.Poll(w.ev, 0)
@@ -179,6 +202,9 @@ func TestNilAndZeroSockets(t *testing.T) {
 				covered[k.name] = true
 			}
 			for name := range c.addrs {
+				covered[name] = true
+			}
+			for name := range c.zeros {
 				covered[name] = true
 			}
 			var missing []string

@@ -23,6 +23,12 @@ type Stream interface {
 	// every byte queued before it has been sent; Write fails with EPIPE
 	// from then on.
 	CloseWrite() error
+	// Buffered reports the bytes received that Read has not returned
+	// (unread) and the bytes Write queued that the kernel has not taken
+	// (unsent), after a look at what the kernel has completed (as Read
+	// does when it finds nothing). With SIOCINQ and SIOCOUTQ of the
+	// socket they account for every byte.
+	Buffered() (unread, unsent int)
 }
 
 // StreamSelector is a Selector that can take over a stream socket's I/O.

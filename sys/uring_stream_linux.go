@@ -4,6 +4,7 @@ package sys
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +48,10 @@ type uringStream struct {
 	entry   *uringEntry
 	rx      bool // S3
 	paused  bool // the receive was cancelled: held reached uringStreamHold
+	// pausedHint mirrors paused for Read, which looks without the
+	// selector's lock (a Read that misses a pause that has just begun is
+	// followed by the final completion's own check, recvDoneLocked).
+	pausedHint atomic.Bool
 	starved bool // the receive ended for want of buffers (ENOBUFS)
 	tx      bool // S4
 	deleted bool
@@ -143,7 +148,7 @@ func (st *uringStream) read(p []byte) (int, error) {
 		bufs.put(ids[:nids]...)
 		st.s.buffersBack()
 	}
-	if low {
+	if low && st.pausedHint.Load() {
 		st.s.resumeIfPaused(st)
 	}
 	return n, err
@@ -210,6 +215,14 @@ func (st *uringStream) CloseWrite() error {
 		return unix.Shutdown(st.fd, unix.SHUT_WR)
 	}
 	return nil
+}
+
+// Buffered implements Stream.
+func (st *uringStream) Buffered() (unread, unsent int) {
+	st.s.look()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.held, len(st.out) + len(st.flight)
 }
 
 // ignoringEINTRn retries f while it fails with EINTR, and makes a failed
@@ -284,6 +297,12 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 		}
 	}
 	return st.held >= uringStreamHold
+}
+
+// setPaused sets paused and its hint. Called with uringSelector.mu held.
+func (st *uringStream) setPaused(p bool) {
+	st.paused = p
+	st.pausedHint.Store(p)
 }
 
 // low reports whether a paused receive may go on: Read brought what the

@@ -209,7 +209,7 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 		if pause && !st.paused {
 			// Submitted at once: until the cancel reaches the kernel
 			// the receive goes on taking buffers.
-			st.paused = true
+			st.setPaused(true)
 			if s.cancelLocked(st.userData(false)) == nil {
 				_ = s.submitLocked()
 			}
@@ -233,11 +233,11 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 	}
 	switch {
 	case pause:
-		st.paused = true
+		st.setPaused(true)
 	case st.paused && st.low():
 		// Read brought it low while the cancel was on its way, and its
 		// resumeIfPaused found the receive still in the kernel.
-		st.paused = false
+		st.setPaused(false)
 	}
 	if st.wantRecv() {
 		// Paused and read since, or ended by the kernel (the CQ was full,
@@ -322,7 +322,7 @@ func (s *uringSelector) resumeIfPaused(st *uringStream) {
 	if !st.paused || st.rx || s.closed.Load() {
 		return
 	}
-	st.paused = false
+	st.setPaused(false)
 	if st.wantRecv() && s.armRecvLocked(st) == nil {
 		_ = s.submitIfBlockedLocked()
 	}
@@ -418,20 +418,42 @@ func (s *uringSelector) streamDeleteLocked(fd int, e *uringEntry) error {
 	st.mu.Lock()
 	st.txOver = true
 	st.mu.Unlock()
+	if st.rx {
+		if err := s.cancelLocked(st.userData(false)); err != nil {
+			return err
+		}
+	}
+	if err := s.submitLocked(); err != nil { // the cancel, and sends queued
+		return err
+	}
+	// Wait for the receive's end (order), and give the sends the time to
+	// go that the kernel lets them have now: as write(2) before close(2)
+	// would have put them in the socket. A send that makes no progress in
+	// two looks (the peer does not read) goes on in the background, the
+	// slot keeping the socket open, as the kernel keeps sending a closed
+	// socket's buffer.
+	unsent, stalls := -1, 0
+	s.reapLocked(func() bool {
+		if st.rx {
+			return false
+		}
+		if !st.tx {
+			return true
+		}
+		st.mu.Lock()
+		n := len(st.out) + len(st.flight)
+		st.mu.Unlock()
+		if n == unsent {
+			stalls++
+		}
+		unsent = n
+		return stalls >= 2
+	}, time.Second)
 	if !st.rx {
 		st.mu.Lock()
 		st.rxOver = true
 		st.mu.Unlock()
-		s.finishIfDoneLocked(st)
-		return nil
 	}
-	if err := s.cancelLocked(st.userData(false)); err != nil {
-		return err
-	}
-	if err := s.submitLocked(); err != nil {
-		return err
-	}
-	s.reapLocked(func() bool { return !st.rx }, time.Second)
 	s.finishIfDoneLocked(st)
 	return nil
 }
@@ -449,7 +471,7 @@ func (s *uringSelector) reapLocked(done func() bool, limit time.Duration) {
 		s.selecting = true
 		s.mu.Unlock()
 		s.beginSelect()
-		_ = s.enterWait(1, 10*time.Millisecond)
+		_ = s.enterWait(1, time.Millisecond)
 		n, woken, _, _ := s.harvest(s.reapBuf[:])
 		s.mu.Lock()
 		s.stashLocked(s.reapBuf[:n], woken)
