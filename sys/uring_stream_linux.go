@@ -45,16 +45,16 @@ type uringStream struct {
 	slotd bool   // slot cleared
 
 	// Guarded by uringSelector.mu (S1).
-	entry   *uringEntry
-	rx      bool // S3
-	paused  bool // the receive was cancelled: held reached uringStreamHold
+	entry  *uringEntry
+	rx     bool // S3
+	paused bool // the receive was cancelled: held reached uringStreamHold
 	// pausedHint mirrors paused for Read, which looks without the
 	// selector's lock (a Read that misses a pause that has just begun is
 	// followed by the final completion's own check, recvDoneLocked).
 	pausedHint atomic.Bool
-	starved bool // the receive ended for want of buffers (ENOBUFS)
-	tx      bool // S4
-	deleted bool
+	starved    bool // the receive ended for want of buffers (ENOBUFS)
+	tx         bool // S4
+	deleted    bool
 
 	mu        sync.Mutex
 	chunks    []uringChunk // unread from chunks[head]
