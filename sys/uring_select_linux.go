@@ -271,6 +271,8 @@ func (s *uringSelector) harvest(events []Event) (out int, woken, again bool, err
 	}
 	s.streamDue = false
 	again = len(s.resubmits) > 0
+	s.harvests++
+	s.cond.Broadcast() // a Delete may be waiting for this harvest (reapLocked)
 	s.mu.Unlock()
 	atomic.StoreUint32(r.cqHead, head) // invariant 3: the slots go back
 	if fired {

@@ -448,7 +448,7 @@ func (s *uringSelector) streamDeleteLocked(fd int, e *uringEntry) error {
 		}
 		unsent = n
 		return stalls >= 2
-	}, time.Second)
+	}, time.Second, true)
 	if !st.rx {
 		st.mu.Lock()
 		st.rxOver = true
@@ -461,11 +461,25 @@ func (s *uringSelector) streamDeleteLocked(fd int, e *uringEntry) error {
 // reapLocked waits, up to limit, until done reports true: for the Select
 // running to harvest what it waits for, or harvesting itself when none
 // runs (the events go to stash). Called and returns with mu held.
-func (s *uringSelector) reapLocked(done func() bool, limit time.Duration) {
+func (s *uringSelector) reapLocked(done func() bool, limit time.Duration, mayNudge bool) {
 	end := time.Now().Add(limit)
 	for !done() && time.Now().Before(end) {
 		if s.selecting {
-			s.cond.Wait()
+			if !mayNudge {
+				return // Close: the running Select will see ErrClosed
+			}
+			// The Select may be blocked with nothing to harvest: a nudge
+			// makes it harvest (the waker's completion), and every
+			// harvest broadcasts. harvests tells whether one came while
+			// mu was released for the nudge (the nudge takes closeMu,
+			// which Close takes before mu).
+			h := s.harvests
+			s.mu.Unlock()
+			s.nudge()
+			s.mu.Lock()
+			if s.harvests == h && s.selecting {
+				s.cond.Wait()
+			}
 			continue
 		}
 		s.selecting = true
@@ -563,7 +577,7 @@ func (s *uringSelector) closeStreamsLocked() {
 		}
 		return true
 	}
-	s.reapLocked(busy, 200*time.Millisecond)
+	s.reapLocked(busy, 200*time.Millisecond, false)
 	idle := busy()
 	for _, st := range s.streams {
 		st.mu.Lock()
