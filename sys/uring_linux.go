@@ -172,7 +172,7 @@ type uringSelector struct {
 	starvedN   atomic.Int32
 	streamDue  bool // an announcement this harvest: report due again
 	selecting  bool
-	harvests   uint64 // harvests so far, each broadcast on cond
+	harvests   uint64    // harvests so far, each broadcast on cond
 	cond       sync.Cond // on mu: selecting went false, or a receive ended
 	stash      []Event
 	stashAt    map[uint64]int // key -> index in stash
