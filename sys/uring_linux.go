@@ -25,6 +25,9 @@ func init() {
 const (
 	uringSQEntries = 256
 	uringCQEntries = 4096
+	// In completion mode (Options.Completion).
+	uringStreamSQEntries = 2048
+	uringStreamCQEntries = 32768
 )
 
 // uringSelector is the io_uring backend: each registration is a poll
@@ -165,11 +168,13 @@ type uringSelector struct {
 	completion bool
 	bufs       *uringBufs
 	files      *uringFiles
+	bufCount   int  // buffers in bufs; 0: uringBufCount (tests make it small)
 	noStreams  bool // the kernel lacks what streams need: AddStream is Add
 	streams    map[uint32]*uringStream
 	nextStream uint32
 	starved    []*uringStream
 	starvedN   atomic.Int32
+	ranDry     int  // receives ended by ENOBUFS, for the tests
 	streamDue  bool // an announcement this harvest: report due again
 	selecting  bool
 	harvests   uint64    // harvests so far, each broadcast on cond
@@ -288,7 +293,13 @@ func uringUsable() bool {
 }
 
 func openUring(o Options) (Selector, error) {
-	sel, err := openUringSized(uringSQEntries, uringCQEntries)
+	sq, cq := uint32(uringSQEntries), uint32(uringCQEntries)
+	if o.Completion {
+		// A completion per message received and per send: thousands of
+		// connections post that many between two Selects.
+		sq, cq = uringStreamSQEntries, uringStreamCQEntries
+	}
+	sel, err := openUringSized(sq, cq)
 	if err == nil {
 		sel.(*uringSelector).completion = o.Completion
 	}

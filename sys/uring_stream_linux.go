@@ -267,7 +267,7 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 	defer st.mu.Unlock()
 	switch {
 	case res > 0 && hasBuf && (len(st.spill) > 0 || st.held+int(res) > uringStreamHold ||
-		int(st.s.bufs.lent.Load()) >= uringBufCount/2):
+		int(st.s.bufs.lent.Load()) >= st.s.bufs.count/2):
 		// Past its bound (the kernel received more before the pause's
 		// cancel reached it), or half the buffers every stream shares
 		// are held by streams whose readers have not read them: the

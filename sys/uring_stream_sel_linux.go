@@ -3,6 +3,7 @@
 package sys
 
 import (
+	"cmp"
 	"os"
 	"time"
 	"unsafe"
@@ -85,7 +86,7 @@ func (s *uringSelector) AddStream(fd int, key uint64, interest uint32, mode Mode
 		return nil, os.NewSyscallError("io_uring(add)", unix.EEXIST)
 	}
 	if s.bufs == nil && !s.noStreams {
-		b, err := newUringBufs(s.ring.fd)
+		b, err := newUringBufs(s.ring.fd, cmp.Or(s.bufCount, uringBufCount))
 		if err == nil {
 			s.files, err = newUringFiles(s.ring.fd)
 			if err != nil {
@@ -196,7 +197,7 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 		s.announceLocked(st.fd, e)
 	}
 	s.finishIfDoneLocked(st)
-	if len(s.starved) > 0 && int(s.bufs.lent.Load()) < uringBufCount {
+	if len(s.starved) > 0 && int(s.bufs.lent.Load()) < s.bufs.count {
 		// The harvest gave buffers back (received spills while they
 		// are scarce): the receives that ran dry go on.
 		s.rearmStarvedLocked()
@@ -224,6 +225,7 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 	}
 	s.cond.Broadcast() // a Delete may wait for it
 	if c.res == -int32(unix.ENOBUFS) {
+		s.ranDry++
 		if st.wantRecv() {
 			st.starved = true
 			s.starved = append(s.starved, st)
