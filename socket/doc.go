@@ -54,6 +54,22 @@
 // report each edge once without losing one. A socket registered as a raw
 // poll.Fd gets none of this: register the socket itself.
 //
+// # Completion mode
+//
+// Registered with a Poll in completion mode (poll.Config.Completion on the
+// "uring" backend), a TCPConn or UnixConn reads and writes through the
+// poll.Stream it gets at Register. Read then returns bytes the ring has
+// already received, and Write queues bytes that the ring sends with the
+// Poll's next wait, 64 KiB at most before ErrWouldBlock. Neither makes a
+// system call of its own. Completion reports whether a conn is in this
+// mode, and CompletionBuffered what waits in its Stream. Code that reads,
+// writes or splices Fd itself would take bytes out of order, so it must
+// not touch a conn in this mode. A conn from DialTCP that is registered
+// before it has connected stays on readiness I/O, since its Writable must
+// mean "connected". The Stream stays with the conn until Close, through
+// Deregister, so bytes received before a Deregister are still read in
+// order.
+//
 // # Ownership and Close
 //
 // A socket owns its descriptor. Close deregisters the socket from the Poll

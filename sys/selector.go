@@ -46,7 +46,9 @@ const (
 	// ErrBackendUnavailable and Backends leaves it out. Its first Select
 	// locks the calling goroutine to its OS thread for good (the kernel
 	// completes a request on the thread that submitted it; see
-	// uring_linux.go, "Threads").
+	// uring_linux.go, "Threads"). With Options.Completion it also does
+	// the I/O of the stream sockets added with AddStream (Linux 5.19 or
+	// later; on older kernels AddStream is Add): see Stream.
 	BackendUring = "uring"
 )
 
