@@ -301,14 +301,24 @@ func (c *Conn) flushOnce() (again bool) {
 // otherwise the registration its state needs (Readable while reading,
 // Writable while output waits), changed only when it differs.
 func (c *Conn) settle(act eventloop.Action) eventloop.Action {
-	if c.failed || c.closing && c.queued() == 0 {
+	if c.failed {
 		return eventloop.Remove
+	}
+	flushing := false
+	if c.closing && c.queued() == 0 {
+		if c.streamFlushed() {
+			return eventloop.Remove
+		}
+		// Its output is in the socket's Stream, not yet in the kernel
+		// (completion mode): the Writable that says it has gone comes
+		// next (streamFlushed).
+		flushing = true
 	}
 	var want poll.Ready
 	if c.reading() {
 		want |= connReading
 	}
-	if c.canWrite() {
+	if c.canWrite() || flushing {
 		want |= poll.Writable
 	}
 	if want == 0 {
@@ -331,6 +341,17 @@ func (c *Conn) settle(act eventloop.Action) eventloop.Action {
 		act = eventloop.Keep // not reading: nothing to come back for
 	}
 	return act
+}
+
+// streamFlushed reports whether the socket's own queue is empty: always
+// so, unless its I/O goes through its Poll's backend (completion mode,
+// socket.TCPConn.CompletionFlushed), whose queue a closing Conn waits
+// for, as it waits for its own: closed earlier, the rest would go out on
+// later Polls only, and not at all if the Poll closed first. When it is
+// not empty, a Writable comes once it is.
+func (c *Conn) streamFlushed() bool {
+	f, ok := c.s.(interface{ CompletionFlushed() bool })
+	return !ok || f.CompletionFlushed()
 }
 
 // resumeReading is the end of PauseRead or of back pressure: unconsumed

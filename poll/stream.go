@@ -36,6 +36,13 @@ type Stream interface {
 	// they account for every byte. It first lets the kernel post what it
 	// has completed, as a Read that finds nothing does.
 	Buffered() (unread, unsent int)
+	// Flushed reports whether every byte Write queued has gone to the
+	// kernel. When some have not, the registration gets a Writable event
+	// once they all have (under Edge too, without a Drained), so that a
+	// caller who wants to close after its output can wait for it: closing
+	// earlier leaves the rest to go out on later Polls, and a Poll closed
+	// first cancels it.
+	Flushed() bool
 }
 
 // RegisterStream registers fd, a connected stream socket (TCP or Unix), as

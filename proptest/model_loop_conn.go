@@ -55,9 +55,12 @@ type loopConn struct {
 	c     *netloop.Conn
 	fd    int              // the Conn's descriptor; not to be used once it is closed
 	sock  *socket.UnixConn // the Conn's socket, for its Stream's counts
-	peer  *socket.UnixConn
-	pfd   int
-	prio  int
+	// ringGrace: closing in completion mode, its Stream emptied by the
+	// check's count; one more call to close (checkConnIteration).
+	ringGrace bool
+	peer      *socket.UnixConn
+	pfd       int
+	prio      int
 
 	max, maxRead, high, low int // the netloop.Config in effect
 

@@ -197,6 +197,18 @@ func streamBuffered(s *sock) (unread, unsent int) {
 	return 0, 0
 }
 
+// streamFlushed is the Stream's Flushed, or true without a Stream.
+func streamFlushed(s *sock) bool {
+	if s.RLock("flushed") != nil {
+		return true
+	}
+	defer s.RUnlock()
+	if st := s.Stream(); st != nil {
+		return st.Flushed()
+	}
+	return true
+}
+
 // shutdown shuts down one or both directions of a stream.
 func shutdown(s *sock, how int) error {
 	if err := s.RLock("shutdown"); err != nil {

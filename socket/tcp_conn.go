@@ -144,6 +144,14 @@ func (c *TCPConn) Completion() bool { return c.sockOf().HasStream() }
 // otherwise.
 func (c *TCPConn) CompletionBuffered() (unread, unsent int) { return streamBuffered(c.sockOf()) }
 
+// CompletionFlushed reports, in completion mode (Completion), whether
+// every byte Write queued has gone to the kernel; when some have not, the
+// conn's next event is a Writable that comes once they all have (also
+// under Edge). Code that closes after its output waits for it, as
+// netloop's Conns do: closing earlier leaves the rest to later Polls.
+// Always true otherwise.
+func (c *TCPConn) CompletionFlushed() bool { return streamFlushed(c.sockOf()) }
+
 // Close deregisters the conn from its Poll, if any, and closes it. Closing
 // twice returns an error matching ErrClosed.
 func (c *TCPConn) Close() error { return c.sockOf().Close() }

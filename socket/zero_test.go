@@ -97,16 +97,17 @@ func listenerCase(kind string, l listener, p *poll.Poll, accept func() error) un
 }
 
 // streamZeros are the completion-mode methods of the stream conns.
-func streamZeros(completion func() bool, buffered func() (int, int)) map[string]func() bool {
+func streamZeros(completion func() bool, buffered func() (int, int), flushed func() bool) map[string]func() bool {
 	return map[string]func() bool{
 		"Completion":         func() bool { return !completion() },
 		"CompletionBuffered": func() bool { r, w := buffered(); return r == 0 && w == 0 },
+		"CompletionFlushed":  flushed, // nothing queued
 	}
 }
 
 func tcpConnCase(kind string, c *TCPConn, p *poll.Poll) unopened {
 	u := tcpConnCalls(kind, c, p)
-	u.zeros = streamZeros(c.Completion, c.CompletionBuffered)
+	u.zeros = streamZeros(c.Completion, c.CompletionBuffered, c.CompletionFlushed)
 	return u
 }
 
@@ -149,7 +150,7 @@ func unixConnCase(kind string, c *UnixConn, p *poll.Poll) unopened {
 		call{"Write", func() error { _, err := c.Write(b); return err }},
 		call{"CloseWrite", c.CloseWrite},
 	)
-	u.zeros = streamZeros(c.Completion, c.CompletionBuffered)
+	u.zeros = streamZeros(c.Completion, c.CompletionBuffered, c.CompletionFlushed)
 	return u
 }
 

@@ -29,6 +29,11 @@ type Stream interface {
 	// does when it finds nothing). With SIOCINQ and SIOCOUTQ of the
 	// socket they account for every byte.
 	Buffered() (unread, unsent int)
+	// Flushed reports whether every byte Write queued has gone to the
+	// kernel. When some have not, the registration's next event is a
+	// Writable that comes once they all have (whatever the mode's
+	// quiet), so a caller can wait for it before it closes.
+	Flushed() bool
 }
 
 // StreamSelector is a Selector that can take over a stream socket's I/O.

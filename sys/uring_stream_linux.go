@@ -70,8 +70,11 @@ type uringStream struct {
 	werr      unix.Errno
 	closedSel bool
 	shutWr    bool // CloseWrite: shut down once the queue has gone
-	rxOver    bool // deleted and no receive in the kernel: Read falls back
-	txOver    bool // deleted: Write falls back once nothing is queued
+	// wantFlushed: Flushed found bytes queued; the send that empties the
+	// queue makes Writable due whatever the quiet (sentLocked).
+	wantFlushed bool
+	rxOver      bool // deleted and no receive in the kernel: Read falls back
+	txOver      bool // deleted: Write falls back once nothing is queued
 }
 
 // uringChunk is the unread part [off, end) of buffer id.
@@ -223,6 +226,18 @@ func (st *uringStream) Buffered() (unread, unsent int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.held, len(st.out) + len(st.flight)
+}
+
+// Flushed implements Stream. Its caller holds no selector lock; the
+// request for the Writable is read by sentLocked under mu.
+func (st *uringStream) Flushed() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.out) == 0 && len(st.flight) == 0 {
+		return true
+	}
+	st.wantFlushed = true
+	return false
 }
 
 // ignoringEINTRn retries f while it fails with EINTR, and makes a failed

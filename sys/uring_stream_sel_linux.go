@@ -182,9 +182,9 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 			busy = st.tx
 		}
 		if c.res == -int32(unix.EALREADY) && busy {
-			if s.cancelLocked(c.userData&^uringStreamCancel) == nil {
-				_ = s.submitLocked()
-			}
+			// Queued: this harvest's Select submits it with its next
+			// enter, from the polling thread.
+			_ = s.cancelLocked(c.userData &^ uringStreamCancel)
 		}
 		return
 	}
@@ -208,12 +208,11 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 	pause := st.received(c.res, uint16(c.flags>>uringCQEBufferShift), c.flags&uringCQEFBuffer != 0)
 	if c.flags&uringCQEFMore != 0 {
 		if pause && !st.paused {
-			// Submitted at once: until the cancel reaches the kernel
-			// the receive goes on taking buffers.
+			// Until the cancel reaches the kernel (with the next enter,
+			// from the polling thread) the receive goes on, and what it
+			// brings goes to the heap (received).
 			st.setPaused(true)
-			if s.cancelLocked(st.userData(false)) == nil {
-				_ = s.submitLocked()
-			}
+			_ = s.cancelLocked(st.userData(false))
 		}
 		return
 	}
@@ -270,6 +269,15 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 		return
 	}
 	st.tx = false
+	if st.wantFlushed && len(st.out) == 0 {
+		// Flushed is waiting for this: the announcement that follows
+		// (streamCompleteLocked) reports Writable again.
+		st.wantFlushed = false
+		if e := st.entry; e != nil {
+			e.quiet &^= Writable
+			e.fired = false
+		}
+	}
 	if cap(st.out) == 0 {
 		st.out = st.fbase[:0] // reused: a steady stream allocates nothing
 	} else {
@@ -496,6 +504,12 @@ func (s *uringSelector) reapLocked(done func() bool, limit time.Duration, mayNud
 	}
 }
 
+// The look may run on any goroutine: a TLS handshake's goroutine, say,
+// whose flight must leave while the Loop is busy. What it submits
+// completes on its thread ("Threads" in uringSelector), at once when the
+// send has room, else when that thread next enters the kernel or, asleep,
+// is woken for it.
+//
 // look is a Read's or Write's look at the ring when its Stream had
 // nothing to give or no room: unless a Select (or another look) reads the
 // CQ, it submits what is queued, lets the kernel post what is due (on the
