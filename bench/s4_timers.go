@@ -8,8 +8,9 @@ package main
 //   - unipoll: a timer.Timer[int] registered with a Poll (edge), Set then
 //     Cancel; a million Sets of distinct deadlines an hour away. An int
 //     rides in its wheel entry's key; unipoll-slab is the pair with a
-//     value that holds a pointer (a *int), which the Timer keeps in its
-//     table of values;
+//     value that holds a pointer (a *int), which rides beside its wheel
+//     entry, in an array the collector scans (timer/values.go; the row's
+//     name is older than that);
 //   - time.AfterFunc: the runtime's timers, AfterFunc then Stop; a million
 //     AfterFuncs;
 //   - heap: the queue a Go program writes by hand, container/heap of
@@ -79,8 +80,8 @@ func runTimers(r *Runner) (*Section, error) {
 		Baselines: []Named{{"clock", ns("clock")}},
 		RatioTo:   "clock", Paired: true, Target: Target{Max: 2},
 	}, Row{
-		// A value with a pointer stays in the Timer's table of values
-		// (timer/inline.go): the same pair, one table more.
+		// A value with a pointer rides beside its wheel entry, in an array
+		// the collector scans (timer/values.go), not in the key.
 		What: "timers Set+Cancel of a pointer vs one clock reading", Unit: "ns",
 		Unipoll:   ns("unipoll-slab"),
 		Baselines: []Named{{"clock", ns("clock")}},
@@ -133,7 +134,7 @@ func timerSetCancelUnipoll(b *testing.B, _ int) {
 }
 
 // timerSetCancelSlab is the same with a value that holds a pointer, which
-// a Timer keeps in its table of values, not in the wheel's key.
+// rides beside its wheel entry rather than in the key (timer/values.go).
 func timerSetCancelSlab(b *testing.B, _ int) {
 	v := new(int)
 	timerSetCancel(b, func(int) *int { return v })

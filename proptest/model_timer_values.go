@@ -13,10 +13,12 @@ import (
 )
 
 // valueTimer is the Timer the timer kind drives, with int values, in one
-// of the two ways a Timer keeps its values: a timer.Timer[int] carries
-// each in its wheel entry's key, a Timer of a type with a pointer keeps
-// them in its slab (timer/inline.go). The state machine draws one per
-// Timer, so both ways answer to the same model.
+// of the ways a Timer keeps its values (timer/values.go): a
+// timer.Timer[int] carries each in its wheel entry's key, a Timer of a
+// pointer type carries the pointer beside its entry. The third way, the
+// Timer's slab (interfaces, slices, larger values), is not drawn here:
+// timer's own tests cover it. The state machine draws one per Timer, so
+// the ways drawn answer to the same model.
 type valueTimer interface {
 	poll.Evented
 	Set(d time.Duration, v int) (timer.Timeout, error)
@@ -30,7 +32,7 @@ type valueTimer interface {
 
 // newValueTimer makes a Timer of either kind, as t draws.
 func newValueTimer(t *rapid.T, opts ...timer.Option) (valueTimer, error) {
-	if rapid.Bool().Draw(t, "timer values in the slab") {
+	if rapid.Bool().Draw(t, "timer values beside their entries (pointers)") {
 		tm, err := timer.New[*int](opts...)
 		if err != nil {
 			return nil, err

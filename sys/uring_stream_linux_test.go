@@ -44,6 +44,24 @@ func addStream(t *testing.T, s *uringSelector, fd int, key uint64, interest uint
 	return st
 }
 
+// writeAllBlocking writes all of msg to the non-blocking fd, waiting in
+// poll(2) while it is full; it stops at the first error (the test's end
+// closed fd).
+func writeAllBlocking(fd int, msg []byte) {
+	for off := 0; off < len(msg); {
+		n, err := unix.Write(fd, msg[off:])
+		if err == unix.EAGAIN {
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+			_, _ = unix.Poll(pfd, 1000)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		off += n
+	}
+}
+
 // readStreamAll reads st until it has want bytes, selecting meanwhile.
 func readStreamAll(t *testing.T, s Selector, st Stream, want int) []byte {
 	t.Helper()
@@ -76,20 +94,7 @@ func TestUringStreamEcho(t *testing.T) {
 
 	msg := make([]byte, 300<<10) // more than the buffers a stream holds
 	_, _ = rand.Read(msg)
-	go func() {
-		for off := 0; off < len(msg); {
-			n, err := unix.Write(p.b, msg[off:])
-			if err == unix.EAGAIN {
-				pfd := []unix.PollFd{{Fd: int32(p.b), Events: unix.POLLOUT}}
-				_, _ = unix.Poll(pfd, 1000)
-				continue
-			}
-			if err != nil {
-				return
-			}
-			off += n
-		}
-	}()
+	go writeAllBlocking(p.b, msg)
 	got := readStreamAll(t, s, st, len(msg))
 	require.True(t, bytes.Equal(msg, got), "bytes differ")
 
@@ -230,18 +235,7 @@ func TestUringStreamSlowReaderPauses(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for off := 0; off < len(msg); {
-			n, err := unix.Write(p.b, msg[off:])
-			if err == unix.EAGAIN {
-				pfd := []unix.PollFd{{Fd: int32(p.b), Events: unix.POLLOUT}}
-				_, _ = unix.Poll(pfd, 1000)
-				continue
-			}
-			if err != nil {
-				return
-			}
-			off += n
-		}
+		writeAllBlocking(p.b, msg)
 	}()
 	// Poll without reading until the writer stalls: the Stream stops at
 	// its bound.

@@ -220,6 +220,19 @@ func (g *Guard[N]) Close() error {
 
 // Register implements poll.Evented.Register and remembers p for Close.
 func (g *Guard[N]) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
+	return g.register(p, t, interest, opts, false)
+}
+
+// RegisterStream is Register for a connected stream socket: when p's
+// backend does stream I/O itself, the Guard keeps the Stream it returns
+// (invariant 6) and Stream hands it to the I/O paths.
+func (g *Guard[N]) RegisterStream(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
+	return g.register(p, t, interest, opts, true)
+}
+
+// register is Register, asking for a Stream when stream is set and the
+// Guard has none yet (one Stream per descriptor life: invariant 6).
+func (g *Guard[N]) register(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt, stream bool) error {
 	if err := g.lock("register"); err != nil {
 		return err
 	}
@@ -232,41 +245,16 @@ func (g *Guard[N]) Register(p *poll.Poll, t poll.Token, interest poll.Ready, opt
 		// Close can undo only one registration.
 		return g.name.Wrap("register", poll.ErrRegisteredElsewhere)
 	}
-	if err := poll.Fd(g.fd).Register(p, t, interest, opts); err != nil {
-		return err
-	}
-	// Register validated opts: the zero PollOpt is Level.
-	g.p, g.edge = p, opts.IsEdge()
-	return nil
-}
-
-// RegisterStream is Register for a connected stream socket: when p's
-// backend does stream I/O itself, the Guard keeps the Stream it returns
-// (invariant 6) and Stream hands it to the I/O paths.
-func (g *Guard[N]) RegisterStream(p *poll.Poll, t poll.Token, interest poll.Ready, opts poll.PollOpt) error {
-	if err := g.lock("register"); err != nil {
-		return err
-	}
-	defer g.mu.Unlock()
-	if p == nil {
-		return g.name.Wrap("register", errNilPoll)
-	}
-	g.forgetClosedPoll()
-	if g.p != nil && g.p != p {
-		return g.name.Wrap("register", poll.ErrRegisteredElsewhere)
-	}
-	if g.stream != nil {
-		// One Stream per descriptor life (invariant 6).
-		if err := poll.Fd(g.fd).Register(p, t, interest, opts); err != nil {
-			return err
-		}
-	} else {
+	if stream && g.stream == nil {
 		st, err := poll.Fd(g.fd).RegisterStream(p, t, interest, opts)
 		if err != nil {
 			return err
 		}
 		g.stream = st
+	} else if err := poll.Fd(g.fd).Register(p, t, interest, opts); err != nil {
+		return err
 	}
+	// Register validated opts: the zero PollOpt is Level.
 	g.p, g.edge = p, opts.IsEdge()
 	return nil
 }
