@@ -37,27 +37,9 @@ func prepareGainOrSkip(t *testing.T) func(cpu, port int) *exec.Cmd {
 func TestGainEcho(t *testing.T) {
 	start := prepareGainOrSkip(t)
 	checkEchoServer(t, start, 16)
-
-	port, err := freePort()
-	require.NoError(t, err)
-	cmd := start(-1, port)
-	var out tail
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer stopProcess(cmd, exited)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	require.NoError(t, waitListening(addr, exited, 20*time.Second), out.String())
-
-	const conns = 8
-	errs := make(chan error, conns)
-	for i := range conns {
-		go func() { errs <- echoBurst(addr, byte(i), 200, 100) }()
-	}
-	for range conns {
-		require.NoError(t, <-errs, out.String())
-	}
+	checkEchoServerWith(t, start, 8, func(addr string, seed byte) error {
+		return echoBurst(addr, seed, 200, 100)
+	})
 }
 
 // echoBurst writes n messages of size bytes on one connection, one write

@@ -39,6 +39,13 @@ func TestEchoServers(t *testing.T) {
 // on conns connections at once.
 func checkEchoServer(t *testing.T, start func(cpu, port int) *exec.Cmd, conns int) {
 	t.Helper()
+	checkEchoServerWith(t, start, conns, echoCheck)
+}
+
+// checkEchoServerWith starts a server with start, unpinned, and runs check
+// on conns connections at once, each with its own seed.
+func checkEchoServerWith(t *testing.T, start func(cpu, port int) *exec.Cmd, conns int, check func(addr string, seed byte) error) {
+	t.Helper()
 	port, err := freePort()
 	require.NoError(t, err)
 	cmd := start(-1, port)
@@ -53,7 +60,7 @@ func checkEchoServer(t *testing.T, start func(cpu, port int) *exec.Cmd, conns in
 
 	errs := make(chan error, conns)
 	for i := range conns {
-		go func() { errs <- echoCheck(addr, byte(i)) }()
+		go func() { errs <- check(addr, byte(i)) }()
 	}
 	for range conns {
 		require.NoError(t, <-errs, out.String())
