@@ -20,7 +20,7 @@ import (
 //
 //	S1. mu guards chunks, held, spill, eof, rerr, out, flight, werr and
 //	    closedSel. The selector's fields (entry, rx, paused, starved, tx,
-//	    deleted) are guarded by uringSelector.mu.
+//	    roomWait, deleted) are guarded by uringSelector.mu.
 //	S2. chunks are the buffers the receive completed into and the caller
 //	    has not read in full, in the order the kernel completed them (the
 //	    order of the bytes: one receive per Stream, whose completions the
@@ -37,6 +37,17 @@ import (
 //	S5. A Stream is in the selector's streams map from AddStream until it
 //	    is deleted and neither a receive nor a send is in the kernel; its
 //	    slot is cleared then, once.
+//	S6. A send never waits in the kernel: it carries MSG_DONTWAIT, so
+//	    its completion tells every byte it put in the socket, and no byte
+//	    of flight reaches the peer before the completion that counts it.
+//	    (Without it, the kernel may hand a send that keeps finding no
+//	    room to a worker thread, where it blocks, delivering bytes long
+//	    before it completes, and holding that thread while the peer does
+//	    not read.) A send that finds no room completes with EAGAIN; a
+//	    poll request for room then takes its place under the same
+//	    user_data (roomWait), so that one request of the Stream's sending
+//	    side is in the kernel at a time, and a cancel of the send finds
+//	    whichever it is.
 type uringStream struct {
 	s     *uringSelector
 	id    uint32 // key in uringSelector.streams; user_data of its requests
@@ -54,6 +65,7 @@ type uringStream struct {
 	pausedHint atomic.Bool
 	starved    bool // the receive ended for want of buffers (ENOBUFS)
 	tx         bool // S4
+	roomWait   bool // S6: the sending side's request is a poll for room
 	deleted    bool
 
 	mu        sync.Mutex

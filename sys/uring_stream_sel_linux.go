@@ -238,9 +238,23 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	room := st.roomWait
+	st.roomWait = false
 	switch {
+	case room && res >= 0:
+		// The socket has room, or an error or hang-up that the send
+		// will report: send the rest.
 	case res > 0:
 		st.flight = st.flight[res:]
+	case res == -int32(unix.EAGAIN) && !st.closedSel:
+		// No room (S6): wait for it with a poll request of its own.
+		if err := s.queueLocked(uringSQE{opcode: uringOpPollAdd, flags: uringSqeFixedFile, fd: int32(st.slot),
+			opFlags: uringPollEvents(Writable), userData: st.userData(true)}); err == nil {
+			st.roomWait = true
+			return
+		}
+		st.werr = unix.ENOBUFS
+		st.fbase, st.flight, st.out = nil, nil, nil
 	case res == -int32(unix.ECANCELED) && !st.closedSel:
 		// Cancelled by its thread's exit, not by us: send it again.
 	case res < 0:
@@ -286,7 +300,7 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 func (s *uringSelector) pushSendLocked(st *uringStream) {
 	err := s.queueLocked(uringSQE{opcode: uringOpSend, flags: uringSqeFixedFile, fd: int32(st.slot),
 		addr: uint64(uintptr(unsafe.Pointer(&st.flight[0]))), len: uint32(len(st.flight)),
-		opFlags: unix.MSG_NOSIGNAL, userData: st.userData(true)})
+		opFlags: unix.MSG_NOSIGNAL | unix.MSG_DONTWAIT, userData: st.userData(true)})
 	if err != nil {
 		st.werr = unix.ENOBUFS
 		st.fbase, st.flight, st.out, st.tx = nil, nil, nil, false
