@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -65,6 +66,21 @@ func runRESP(r *Runner) (*Section, error) {
 				"--save", "", "--appendonly", "no", "--daemonize", "no")
 		}},
 	}
+	// An environment variant (-variant, e.g. the uring backend in
+	// completion mode) is one more server, measured in the same passes.
+	unipolls := []string{"unipoll"}
+	for _, v := range r.o.variants {
+		if v.lib != "" {
+			continue // another checkout: the echo scenario's alone
+		}
+		unipolls = append(unipolls, v.name)
+		servers = append(servers, respServer{v.name, func(cpu, port int) *exec.Cmd {
+			cmd := pinned(cpu, bin, "-addr", fmt.Sprintf("127.0.0.1:%d", port), "-loops", "1")
+			cmd.Env = append(os.Environ(), v.env...)
+			return cmd
+		}})
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%s: examples/resp -loops 1 with %s", v.name, strings.Join(v.env, " ")))
+	}
 	requests := 200_000
 	if r.o.quick {
 		requests = 10_000
@@ -97,23 +113,15 @@ func runRESP(r *Runner) (*Section, error) {
 			}
 		}
 	}
-	for _, t := range tests {
-		depthText, test, _ := strings.Cut(t, " ")
-		depth, _ := strconv.Atoi(depthText)
-		if test != "SET" && test != "GET" {
-			continue // PING_INLINE and PING_MBULK go to the notes
+	for _, name := range unipolls {
+		for _, t := range tests {
+			depthText, test, _ := strings.Cut(t, " ")
+			depth, _ := strconv.Atoi(depthText)
+			if test != "SET" && test != "GET" {
+				continue // PING_INLINE and PING_MBULK go to the notes
+			}
+			sec.Rows = append(sec.Rows, respRows(name, depth, test, rps, cpu)...)
 		}
-		u, b := respKey{"unipoll", depth, test}, respKey{"redis-server", depth, test}
-		if rps[u] == nil || rps[b] == nil {
-			continue
-		}
-		sec.Rows = append(sec.Rows,
-			Row{What: fmt.Sprintf("RESP %s -P %d, requests per second", test, depth), Unit: "k/s", Higher: true,
-				Unipoll: thousands(*rps[u]), Baselines: []Named{{"redis-server", thousands(*rps[b])}},
-				RatioTo: "redis-server", Target: Target{Min: 1}},
-			Row{What: fmt.Sprintf("RESP %s -P %d, server CPU per request", test, depth), Unit: "ns",
-				Unipoll: *cpu[u], Baselines: []Named{{"redis-server", *cpu[b]}},
-				RatioTo: "redis-server", Target: Target{Max: 1}})
 	}
 	for _, t := range tests {
 		depthText, test, _ := strings.Cut(t, " ")
@@ -133,6 +141,31 @@ func runRESP(r *Runner) (*Section, error) {
 		"unipoll: examples/resp -loops 1 (one eventloop.Loop); redis-server --save '' --appendonly no",
 		"server CPU per request: utime+stime from /proc/PID/stat around each redis-benchmark run (PING runs two tests, so its time is shared between them)")
 	return sec, nil
+}
+
+// respRows are the rows of one unipoll server (the default, or a variant
+// beside it) at one depth and test: against redis-server, and a variant
+// also against the default.
+func respRows(name string, depth int, test string, rps, cpu map[respKey]*Sample) []Row {
+	u, b, d := respKey{name, depth, test}, respKey{"redis-server", depth, test}, respKey{"unipoll", depth, test}
+	if rps[u] == nil || rps[b] == nil {
+		return nil
+	}
+	what := fmt.Sprintf("RESP %s -P %d", test, depth)
+	rpsBase, cpuBase := []Named{{"redis-server", thousands(*rps[b])}}, []Named{{"redis-server", *cpu[b]}}
+	if name != "unipoll" {
+		what += " (" + name + ")"
+		if rps[d] != nil {
+			rpsBase = append(rpsBase, Named{"unipoll", thousands(*rps[d])})
+			cpuBase = append(cpuBase, Named{"unipoll", *cpu[d]})
+		}
+	}
+	return []Row{
+		{What: what + ", requests per second", Unit: "k/s", Higher: true,
+			Unipoll: thousands(*rps[u]), Baselines: rpsBase, RatioTo: "redis-server", Target: Target{Min: 1}},
+		{What: what + ", server CPU per request", Unit: "ns",
+			Unipoll: *cpu[u], Baselines: cpuBase, RatioTo: "redis-server", Target: Target{Max: 1}},
+	}
 }
 
 // skipRESP reports why the scenario cannot run here and how to fix that.

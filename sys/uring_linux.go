@@ -132,6 +132,12 @@ const (
 //     queue a POLL_REMOVE of the old user_data (whose completions are then
 //     stale); its own answer (0, or -ENOENT if the request had completed) is
 //     ignored.
+//   - An entry's due is 0 once it has left table: both Deletes clear it
+//     as they remove the entry, and nothing sets it on an entry that is
+//     not in table (completions, Drained and Modify find entries through
+//     table; a deleted stream's completions no longer announce it). So
+//     an entry of the due list whose due is not 0 is still registered,
+//     and dueLocked needs no look in table for it.
 //   - The waker is an eventfd with a multishot poll of its own: Wake's
 //     write is a wake-up, so a completion, and the eventfd is never drained
 //     (the epoll backend's edge waker, wakeEdge). A change queued while
