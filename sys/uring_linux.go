@@ -134,10 +134,14 @@ const (
 //     ignored.
 //   - An entry's due is 0 once it has left table: both Deletes clear it
 //     as they remove the entry, and nothing sets it on an entry that is
-//     not in table (completions, Drained and Modify find entries through
-//     table; a deleted stream's completions no longer announce it). So
-//     an entry of the due list whose due is not 0 is still registered,
-//     and dueLocked needs no look in table for it.
+//     not in table. Drained, Modify and flushResubmits find entries
+//     through table; AddStream announces its entry once it is in table;
+//     a stream's completions announce it through st.entry, which its
+//     Delete clears. So an entry of the due list whose due is not 0 is
+//     still registered, and dueLocked needs no look in table for it. (An
+//     entry may be listed twice: Modify clears due, and a stream's
+//     Modify announces it again; the first report clears due, and the
+//     second is skipped.)
 //   - The waker is an eventfd with a multishot poll of its own: Wake's
 //     write is a wake-up, so a completion, and the eventfd is never drained
 //     (the epoll backend's edge waker, wakeEdge). A change queued while

@@ -396,7 +396,7 @@ func (s *uringSelector) dueLocked(events []Event, out int) int {
 	for _, d := range s.due {
 		e := d.e
 		if e.due == 0 {
-			continue // reported by a Select since, or Deleted (invariants in uringSelector)
+			continue // reported since, Modified or Deleted (invariants in uringSelector)
 		}
 		if out == len(events) {
 			keep = append(keep, d)

@@ -164,7 +164,7 @@ func (s *uringSelector) stashLocked(evs []Event, woken bool) {
 // finishIfDoneLocked forgets a deleted Stream once no request of it is
 // in the kernel, and clears its slot (S5).
 func (s *uringSelector) finishIfDoneLocked(st *uringStream) {
-	if !st.deleted || st.rx || st.tx || st.slotd {
+	if !st.deleted || st.rx || st.tx || st.roomArmed || st.slotd {
 		return
 	}
 	delete(s.streams, st.id)
@@ -189,11 +189,14 @@ func (s *uringSelector) closeStreamsLocked() {
 		if st.tx {
 			_ = s.cancelLocked(st.userData(true))
 		}
+		if st.roomArmed {
+			_ = s.cancelLocked(st.roomData())
+		}
 	}
 	_ = s.submitLocked()
 	busy := func() bool {
 		for _, st := range s.streams {
-			if st.rx || st.tx {
+			if st.rx || st.tx || st.roomArmed {
 				return false
 			}
 		}

@@ -20,7 +20,7 @@ import (
 //
 //	S1. mu guards chunks, held, spill, eof, rerr, out, flight, werr and
 //	    closedSel. The selector's fields (entry, rx, paused, starved, tx,
-//	    roomWait, deleted) are guarded by uringSelector.mu.
+//	    wantRoom, roomArmed, deleted) are guarded by uringSelector.mu.
 //	S2. chunks are the buffers the receive completed into and the caller
 //	    has not read in full, in the order the kernel completed them (the
 //	    order of the bytes: one receive per Stream, whose completions the
@@ -35,7 +35,7 @@ import (
 //	    appends to out), and it stays reachable from the Stream, so the
 //	    collector keeps it. A short send is submitted again for the rest.
 //	S5. A Stream is in the selector's streams map from AddStream until it
-//	    is deleted and neither a receive nor a send is in the kernel; its
+//	    is deleted and no receive, send or room poll is in the kernel; its
 //	    slot is cleared then, once.
 //	S6. A send never waits in the kernel: it carries MSG_DONTWAIT, so
 //	    its completion tells every byte it put in the socket, and no byte
@@ -43,11 +43,16 @@ import (
 //	    (Without it, the kernel may hand a send that keeps finding no
 //	    room to a worker thread, where it blocks, delivering bytes long
 //	    before it completes, and holding that thread while the peer does
-//	    not read.) A send that finds no room completes with EAGAIN; a
-//	    poll request for room then takes its place under the same
-//	    user_data (roomWait), so that one request of the Stream's sending
-//	    side is in the kernel at a time, and a cancel of the send finds
-//	    whichever it is.
+//	    not read.) A send that finds no room completes with EAGAIN and
+//	    sets wantRoom; tx stays true, flight waits. A multishot poll for
+//	    room (its own user_data, uringStreamRoomBit) is in the kernel
+//	    while roomArmed, at most one at a time: a report with POLLOUT,
+//	    POLLERR or POLLHUP sends the rest and cancels the poll; a report
+//	    of a half-close alone (POLLRDHUP, which the kernel adds to every
+//	    poll and reports at every look once the peer has shut its
+//	    sending side) is ignored, and the poll waits on for the next
+//	    wake-up. A single-shot poll would complete at once, again and
+//	    again, in that state.
 type uringStream struct {
 	s     *uringSelector
 	id    uint32 // key in uringSelector.streams; user_data of its requests
@@ -65,7 +70,8 @@ type uringStream struct {
 	pausedHint atomic.Bool
 	starved    bool // the receive ended for want of buffers (ENOBUFS)
 	tx         bool // S4
-	roomWait   bool // S6: the sending side's request is a poll for room
+	wantRoom   bool // S6: a send found no room; flight waits for the room poll
+	roomArmed  bool // S6: the room poll is in the kernel
 	deleted    bool
 
 	mu        sync.Mutex

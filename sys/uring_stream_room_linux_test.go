@@ -61,3 +61,57 @@ func TestUringStreamSendCountsExact(t *testing.T) {
 	}
 	require.True(t, bytes.Equal(msg, got), "the peer read %d of %d bytes, or not in order", len(got), len(msg))
 }
+
+// A peer that shut its sending side and does not read: the Stream's send
+// waits for room without a spin (a half-close alone is reported by every
+// poll of the socket, and is not room), and goes on when the peer reads.
+func TestUringStreamWaitsForRoomAfterPeerShut(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	p := newSocketpair(t)
+	require.NoError(t, unix.SetsockoptInt(p.a, unix.SOL_SOCKET, unix.SO_SNDBUF, 1))
+	st := addStream(t, s, p.a, 1, Readable|Writable, Edge)
+	require.NoError(t, unix.Shutdown(p.b, unix.SHUT_WR))
+	msg := bytes.Repeat([]byte("r"), 200<<10)
+	taken := 0
+	for taken < len(msg) {
+		n, err := st.Write(msg[taken:])
+		taken += n
+		if err == unix.EAGAIN {
+			break
+		}
+		require.NoError(t, err)
+	}
+	require.Positive(t, taken)
+	evs := make([]Event, 8)
+	for range 3 { // let the sends find the socket full
+		_, _, err := s.Select(evs, 5*time.Millisecond)
+		require.NoError(t, err)
+	}
+	_, unsent := st.Buffered()
+	require.Positive(t, unsent, "the socket took everything: nothing waits for room")
+
+	// Blocked for 50 ms, a Select enters the kernel a handful of times,
+	// not once per poll that a half-close completes at once.
+	w0 := s.waits.Load()
+	end := time.Now().Add(50 * time.Millisecond)
+	for left := time.Until(end); left > 0; left = time.Until(end) {
+		_, _, err := s.Select(evs, left)
+		require.NoError(t, err)
+	}
+	require.Less(t, s.waits.Load()-w0, uint64(100), "the Select spun while the send waited for room")
+
+	got := 0
+	buf := make([]byte, 64<<10)
+	limit := time.Now().Add(10 * time.Second)
+	for got < taken && time.Now().Before(limit) {
+		_, _, err := s.Select(evs, time.Millisecond)
+		require.NoError(t, err)
+		n, err := unix.Read(p.b, buf)
+		if err == unix.EAGAIN {
+			continue
+		}
+		require.NoError(t, err)
+		got += n
+	}
+	require.Equal(t, taken, got, "the peer read %d of the %d bytes written", got, taken)
+}

@@ -28,7 +28,7 @@ import (
 //   - Oneshot: reported once, then nothing until Modify.
 //
 // Keys. A stream's requests carry uringStreamTag | id (bit 61 set for a
-// send), never a descriptor, so a completion finds its Stream in the
+// send, bit 59 for its poll for room), never a descriptor, so a completion finds its Stream in the
 // streams map also after Delete (S5): bytes received before the Delete are
 // the caller's, and a send's buffer is freed only at its completion.
 //
@@ -41,6 +41,7 @@ const (
 	uringStreamTag     = 3 << 62
 	uringStreamSendBit = 1 << 61 // the request is the Stream's send
 	uringStreamCancel  = 1 << 60 // the completion of a cancel of it
+	uringStreamRoomBit = 1 << 59 // the request is the Stream's poll for room (S6)
 )
 
 // AddStream implements StreamSelector.
@@ -117,6 +118,11 @@ func (s *uringSelector) AddStream(fd int, key uint64, interest uint32, mode Mode
 	return st, s.submitIfBlockedLocked()
 }
 
+// roomData is the user_data of st's poll for room (S6).
+func (st *uringStream) roomData() uint64 {
+	return uringStreamTag | uringStreamRoomBit | uint64(st.id)
+}
+
 func (st *uringStream) userData(send bool) uint64 {
 	if send {
 		return uringStreamTag | uringStreamSendBit | uint64(st.id)
@@ -165,7 +171,10 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 	}
 	if c.userData&uringStreamCancel != 0 {
 		busy := st.rx
-		if c.userData&uringStreamSendBit != 0 {
+		switch {
+		case c.userData&uringStreamRoomBit != 0:
+			busy = st.roomArmed
+		case c.userData&uringStreamSendBit != 0:
 			busy = st.tx
 		}
 		if c.res == -int32(unix.EALREADY) && busy {
@@ -175,9 +184,12 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 		}
 		return
 	}
-	if c.userData&uringStreamSendBit != 0 {
+	switch {
+	case c.userData&uringStreamRoomBit != 0:
+		s.roomDoneLocked(st, c)
+	case c.userData&uringStreamSendBit != 0:
 		s.sentLocked(st, c.res)
-	} else {
+	default:
 		s.recvDoneLocked(st, c)
 	}
 	if e := st.entry; e != nil {
@@ -238,34 +250,38 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	room := st.roomWait
-	st.roomWait = false
+	// Close cancels before it marks the Streams closedSel, and its reap
+	// may harvest the cancels: closed says so from the start.
+	closing := st.closedSel || s.closed.Load()
 	switch {
-	case room && res >= 0:
-		// The socket has room, or an error or hang-up that the send
-		// will report: send the rest.
 	case res > 0:
 		st.flight = st.flight[res:]
-	case res == -int32(unix.EAGAIN) && !st.closedSel:
-		// No room (S6): wait for it with a poll request of its own.
-		if err := s.queueLocked(uringSQE{opcode: uringOpPollAdd, flags: uringSqeFixedFile, fd: int32(st.slot),
-			opFlags: uringPollEvents(Writable), userData: st.userData(true)}); err == nil {
-			st.roomWait = true
+	case res == -int32(unix.EAGAIN) && !closing:
+		// No room (S6): flight waits for the room poll.
+		st.wantRoom = true
+		if st.roomArmed {
 			return
 		}
+		if err := s.armRoomLocked(st); err == nil {
+			return
+		}
+		st.wantRoom = false
 		st.werr = unix.ENOBUFS
 		st.fbase, st.flight, st.out = nil, nil, nil
-	case res == -int32(unix.ECANCELED) && !st.closedSel:
+	case res == -int32(unix.ECANCELED) && !closing:
 		// Cancelled by its thread's exit, not by us: send it again.
 	case res < 0:
 		st.werr = unix.Errno(-res)
+		if st.werr == unix.EAGAIN {
+			st.werr = unix.ECANCELED // closing: as a cancelled send
+		}
 		st.fbase, st.flight, st.out = nil, nil, nil
 	}
-	if len(st.flight) == 0 && st.werr == 0 && len(st.out) > 0 && !st.closedSel {
+	if len(st.flight) == 0 && st.werr == 0 && len(st.out) > 0 && !closing {
 		emptied := st.fbase[:0]
 		st.fbase, st.flight, st.out = st.out, st.out, emptied
 	}
-	if len(st.flight) > 0 && st.werr == 0 && !st.closedSel {
+	if len(st.flight) > 0 && st.werr == 0 && !closing {
 		s.pushSendLocked(st)
 		return
 	}
@@ -293,6 +309,60 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 	}
 	if st.deleted {
 		st.txOver = true
+	}
+}
+
+// armRoomLocked queues st's multishot poll for room (S6). Called with
+// uringSelector.mu held.
+func (s *uringSelector) armRoomLocked(st *uringStream) error {
+	err := s.queueLocked(uringSQE{opcode: uringOpPollAdd, flags: uringSqeFixedFile, fd: int32(st.slot),
+		opFlags: uringPollEvents(Writable), len: uringPollAddMulti, userData: st.roomData()})
+	if err == nil {
+		st.roomArmed = true
+	}
+	return err
+}
+
+// uringRoomReady is what a room poll's report must hold to send again:
+// room, or an error or hang-up that the send will report. POLLRDHUP
+// alone (the peer shut its sending side) is not room.
+const uringRoomReady = unix.POLLOUT | unix.POLLERR | unix.POLLHUP
+
+// roomDoneLocked applies a report of st's poll for room (S6).
+func (s *uringSelector) roomDoneLocked(st *uringStream, c uringCQE) {
+	more := c.flags&uringCQEFMore != 0
+	if !more {
+		st.roomArmed = false
+	}
+	if !st.wantRoom {
+		return // a report from before the send went on, or of its cancel
+	}
+	switch {
+	case c.res >= 0 && c.res&uringRoomReady != 0:
+		st.wantRoom = false
+		if more {
+			// Until the next EAGAIN: every wake-up of the socket would
+			// report meanwhile.
+			_ = s.cancelLocked(st.roomData())
+		}
+		s.sentLocked(st, 0) // send the rest
+	case more:
+		// A half-close alone: wait on for the next wake-up.
+	case s.closed.Load() || c.res < 0 && c.res != -int32(unix.ECANCELED):
+		// Close cancelled it, or it failed: the sending side ends.
+		st.wantRoom = false
+		res := c.res
+		if res >= 0 {
+			res = -int32(unix.ECANCELED)
+		}
+		s.sentLocked(st, res)
+	default:
+		// Ended without room: by our cancel, racing a new EAGAIN, by its
+		// thread's exit, or by the kernel. Wait again.
+		if err := s.armRoomLocked(st); err != nil {
+			st.wantRoom = false
+			s.sentLocked(st, -int32(unix.ENOBUFS))
+		}
 	}
 }
 
