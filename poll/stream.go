@@ -37,7 +37,9 @@ type Stream interface {
 	// has completed, as a Read that finds nothing does.
 	Buffered() (unread, unsent int)
 	// Flushed reports whether every byte Write queued has gone to the
-	// kernel. When some have not, the registration gets a Writable event
+	// kernel, or the sending side has failed (a reset, or the Poll closed
+	// with bytes not sent: they are dropped, and Write returns the
+	// error). When some wait, the registration gets a Writable event
 	// once they all have (under Edge too, without a Drained), so that a
 	// caller who wants to close after its output can wait for it: closing
 	// earlier leaves the rest to go out on later Polls, and a Poll closed

@@ -140,7 +140,8 @@ func (c *UnixConn) Completion() bool { return c.sockOf().HasStream() }
 func (c *UnixConn) CompletionBuffered() (unread, unsent int) { return streamBuffered(c.sockOf()) }
 
 // CompletionFlushed reports, in completion mode (Completion), whether
-// every byte Write queued has gone to the kernel; when some have not, the
+// every byte Write queued has gone to the kernel (or the sending side
+// failed, dropping them: Write returns the error); when some wait, the
 // conn's next event is a Writable that comes once they all have (also
 // under Edge). Code that closes after its output waits for it, as
 // netloop's Conns do: closing earlier leaves the rest to later Polls.

@@ -30,7 +30,9 @@ type Stream interface {
 	// socket they account for every byte.
 	Buffered() (unread, unsent int)
 	// Flushed reports whether every byte Write queued has gone to the
-	// kernel. When some have not, the registration's next event is a
+	// kernel, or the sending side has failed (a reset, or the selector
+	// closed with bytes not sent: they are dropped, and Write returns the
+	// error). When some wait, the registration's next event is a
 	// Writable that comes once they all have (whatever the mode's
 	// quiet), so a caller can wait for it before it closes.
 	Flushed() bool

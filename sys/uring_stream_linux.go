@@ -47,12 +47,18 @@ import (
 //	    sets wantRoom; tx stays true, flight waits. A multishot poll for
 //	    room (its own user_data, uringStreamRoomBit) is in the kernel
 //	    while roomArmed, at most one at a time: a report with POLLOUT,
-//	    POLLERR or POLLHUP sends the rest and cancels the poll; a report
+//	    POLLERR or POLLHUP sends the rest (and cancels the poll, if it
+//	    goes on; a new EAGAIN arms a new one once it is over); a report
 //	    of a half-close alone (POLLRDHUP, which the kernel adds to every
 //	    poll and reports at every look once the peer has shut its
 //	    sending side) is ignored, and the poll waits on for the next
 //	    wake-up. A single-shot poll would complete at once, again and
-//	    again, in that state.
+//	    again, in that state. (A socket whose error queue the caller
+//	    fills, with SO_TIMESTAMPING say, reports POLLERR at every look:
+//	    with no room, each Select then tries one send. Stream sockets
+//	    here do not ask for that queue.) Close ends a sending side that
+//	    still holds bytes with ECANCELED: they are dropped, and a later
+//	    Write fails rather than reach the socket behind them.
 type uringStream struct {
 	s     *uringSelector
 	id    uint32 // key in uringSelector.streams; user_data of its requests

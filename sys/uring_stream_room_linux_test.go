@@ -5,6 +5,7 @@ package sys
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,4 +115,48 @@ func TestUringStreamWaitsForRoomAfterPeerShut(t *testing.T) {
 		got += n
 	}
 	require.Equal(t, taken, got, "the peer read %d of the %d bytes written", got, taken)
+}
+
+// Close while a send waits for room, the peer having just made some: the
+// bytes not sent are dropped, and the Stream says so. A Write after it
+// fails; it does not reach the socket behind the bytes that were lost.
+func TestUringStreamCloseWhileWaitingForRoom(t *testing.T) {
+	if !slices.Contains(Backends(), BackendUring) {
+		t.Skip("io_uring missing or refused on this kernel")
+	}
+	sel, err := NewWithOptions(BackendUring, Options{Completion: true})
+	require.NoError(t, err)
+	s := sel.(*uringSelector)
+	s.bufCount = testBufCount
+	p := newSocketpair(t)
+	require.NoError(t, unix.SetsockoptInt(p.a, unix.SOL_SOCKET, unix.SO_SNDBUF, 1))
+	st := addStream(t, s, p.a, 1, Readable|Writable, Edge)
+	msg := bytes.Repeat([]byte("r"), 60<<10)
+	taken, err := st.Write(msg)
+	require.NoError(t, err)
+	evs := make([]Event, 8)
+	for range 3 { // the sends find the socket full and wait for room
+		_, _, err := s.Select(evs, 5*time.Millisecond)
+		require.NoError(t, err)
+	}
+	buf := make([]byte, 64<<10)
+	got, err := unix.Read(p.b, buf) // room, reported to a poll that Close meets
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	_, unsent := st.Buffered()
+	require.Zero(t, unsent, "Close left bytes queued")
+	_, err = st.Write([]byte("late"))
+	require.Error(t, err, "a Write after the Stream's bytes were dropped")
+	require.True(t, st.Flushed(), "nothing waits to go any more")
+	for {
+		n, err := unix.Read(p.b, buf)
+		if err == unix.EAGAIN {
+			break
+		}
+		require.NoError(t, err)
+		require.Equal(t, bytes.Repeat([]byte("r"), n), buf[:n], "bytes after a gap")
+		got += n
+	}
+	require.LessOrEqual(t, got, taken)
 }

@@ -277,6 +277,13 @@ func (s *uringSelector) sentLocked(st *uringStream, res int32) {
 		}
 		st.fbase, st.flight, st.out = nil, nil, nil
 	}
+	if closing && st.werr == 0 && len(st.flight)+len(st.out) > 0 {
+		// Close ends the sending side with bytes not sent: they are
+		// dropped, and the Stream says so (a Write after it must not
+		// reach the socket behind them, nor Flushed say they left).
+		st.werr = unix.ECANCELED
+		st.fbase, st.flight, st.out = nil, nil, nil
+	}
 	if len(st.flight) == 0 && st.werr == 0 && len(st.out) > 0 && !closing {
 		emptied := st.fbase[:0]
 		st.fbase, st.flight, st.out = st.out, st.out, emptied
