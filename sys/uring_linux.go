@@ -178,21 +178,25 @@ type uringSelector struct {
 	completion bool
 	bufs       *uringBufs
 	files      *uringFiles
-	bufCount   int  // buffers in bufs; 0: uringBufCount (tests make it small)
-	noStreams  bool // the kernel lacks what streams need: AddStream is Add
-	streams    map[uint32]*uringStream
-	nextStream uint32
-	starved    []*uringStream
-	starvedN   atomic.Int32
-	ranDry     int  // receives ended by ENOBUFS, for the tests
-	streamDue  bool // an announcement this harvest: report due again
-	selecting  bool
-	harvests   uint64    // harvests so far, each broadcast on cond
-	cond       sync.Cond // on mu: selecting went false, or a receive ended
-	stash      []Event
-	stashAt    map[uint64]int // key -> index in stash
-	stashWoken bool
-	reapBuf    [64]Event
+	bufCount   int      // buffers in bufs; 0: uringBufCount (tests make it small)
+	noStreams  bool     // the kernel lacks what streams need: AddStream is Add
+	recvCap    uringCap // whether the kernel caps a multishot receive's bytes (S7)
+	// testRefuseCap: tests make the kernel refuse capped receives, as
+	// one before 6.17 does.
+	testRefuseCap bool
+	streams       map[uint32]*uringStream
+	nextStream    uint32
+	starved       []*uringStream
+	starvedN      atomic.Int32
+	ranDry        int  // receives ended by ENOBUFS, for the tests
+	streamDue     bool // an announcement this harvest: report due again
+	selecting     bool
+	harvests      uint64    // harvests so far, each broadcast on cond
+	cond          sync.Cond // on mu: selecting went false, or a receive ended
+	stash         []Event
+	stashAt       map[uint64]int // key -> index in stash
+	stashWoken    bool
+	reapBuf       [64]Event
 
 	// Owned by the goroutine in Select; in the heap, so the kernel may be
 	// given their addresses (the collector never moves a heap object).

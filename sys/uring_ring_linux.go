@@ -109,7 +109,7 @@ type uringSQE struct {
 	userData    uint64
 	bufIndex    uint16
 	personality uint16
-	spliceFdIn  int32
+	optlen      uint32 // splice_fd_in, file_index; RECV: the multishot byte cap (S7)
 	addr3       uint64
 	_           uint64
 }

@@ -59,6 +59,17 @@ import (
 //	    here do not ask for that queue.) Close ends a sending side that
 //	    still holds bytes with ECANCELED: they are dropped, and a later
 //	    Write fails rather than reach the socket behind them.
+//	S7. A receive never brings much more than the Stream may hold: it is
+//	    armed with a cap of room() bytes (uringStreamHold less what is
+//	    held, at least one buffer), after which the kernel ends it, so
+//	    held stays under uringStreamHold plus one buffer. The pause's
+//	    cancel alone does not bound it: the kernel runs a multishot
+//	    receive's work on the polling thread, and a writer on another CPU
+//	    that keeps the socket full keeps that work going, megabytes of it,
+//	    before the thread gets to the cancel (TestConnBackPressure saw 8
+//	    MiB). Kernels before 6.17 have no cap and refuse the first capped
+//	    receive with EINVAL; the selector then arms without it
+//	    (uringCapMissing), and there the bound rests on the cancel.
 type uringStream struct {
 	s     *uringSelector
 	id    uint32 // key in uringSelector.streams; user_data of its requests
@@ -69,6 +80,7 @@ type uringStream struct {
 	// Guarded by uringSelector.mu (S1).
 	entry  *uringEntry
 	rx     bool // S3
+	capped bool // S7: the receive in the kernel was armed with a cap
 	paused bool // the receive was cancelled: held reached uringStreamHold
 	// pausedHint mirrors paused for Read, which looks without the
 	// selector's lock (a Read that misses a pause that has just begun is
@@ -336,6 +348,15 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 		}
 	}
 	return st.held >= uringStreamHold
+}
+
+// room is the cap of a receive armed now (S7): what the Stream may still
+// hold, and at least one buffer, so that a Stream over its hold (a
+// receive armed again after the ring ran dry) receives a little at a time.
+func (st *uringStream) room() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return max(uringStreamHold-st.held, uringBufSize)
 }
 
 // setPaused sets paused and its hint. Called with uringSelector.mu held.

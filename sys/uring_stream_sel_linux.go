@@ -131,14 +131,50 @@ func (st *uringStream) userData(send bool) uint64 {
 }
 
 // armRecvLocked queues st's multishot receive (S3: only when none is in
-// the kernel).
+// the kernel), capped at what the Stream may still hold (S7).
 func (s *uringSelector) armRecvLocked(st *uringStream) error {
-	err := s.queueLocked(uringSQE{opcode: uringOpRecv, flags: uringSqeBufferSelect | uringSqeFixedFile,
-		ioprio: uringRecvMultishot, fd: int32(st.slot), bufIndex: uringBufGroup, userData: st.userData(false)})
+	sqe := uringSQE{opcode: uringOpRecv, flags: uringSqeBufferSelect | uringSqeFixedFile,
+		ioprio: uringRecvMultishot, fd: int32(st.slot), bufIndex: uringBufGroup, userData: st.userData(false)}
+	if s.recvCap != uringCapMissing {
+		sqe.optlen = uint32(st.room())
+		if s.testRefuseCap {
+			sqe.off = 1 // addr2, which a receive must leave at 0: EINVAL
+		}
+	}
+	err := s.queueLocked(sqe)
 	if err == nil {
 		st.rx = true
+		st.capped = sqe.optlen != 0
 	}
 	return err
+}
+
+// uringCap is what the selector knows of the kernel's multishot byte cap
+// (IORING_OP_RECV's optlen, Linux 6.17).
+type uringCap uint8
+
+const (
+	uringCapUnknown uringCap = iota // no capped receive has completed yet
+	uringCapWorks                   // one has brought bytes
+	uringCapMissing                 // one was refused (EINVAL): arm without
+)
+
+// capRefusedLocked reports whether c is a capped receive the kernel
+// refused because it predates the cap: the first capped receive's EINVAL,
+// before any has brought bytes. (An older kernel reads optlen as the
+// file_index a receive must leave at 0.) It learns from c either way.
+func (s *uringSelector) capRefusedLocked(st *uringStream, c uringCQE) bool {
+	if !st.capped || s.recvCap != uringCapUnknown {
+		return false
+	}
+	if c.res == -int32(unix.EINVAL) {
+		s.recvCap = uringCapMissing
+		return true
+	}
+	if c.res > 0 {
+		s.recvCap = uringCapWorks
+	}
+	return false
 }
 
 // cancelLocked queues the cancellation of the stream request with
@@ -204,12 +240,18 @@ func (s *uringSelector) streamCompleteLocked(c uringCQE) {
 }
 
 func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
-	pause := st.received(c.res, uint16(c.flags>>uringCQEBufferShift), c.flags&uringCQEFBuffer != 0)
+	pause := false
+	if !s.capRefusedLocked(st, c) {
+		// (A refused receive brought nothing: the one armed in its place
+		// below carries no cap.)
+		pause = st.received(c.res, uint16(c.flags>>uringCQEBufferShift), c.flags&uringCQEFBuffer != 0)
+	}
 	if c.flags&uringCQEFMore != 0 {
 		if pause && !st.paused {
 			// Until the cancel reaches the kernel (with the next enter,
 			// from the polling thread) the receive goes on, and what it
-			// brings goes to the heap (received).
+			// brings goes to the heap (received); without the kernel's
+			// cap, that may be megabytes (S7).
 			st.setPaused(true)
 			_ = s.cancelLocked(st.userData(false))
 		}

@@ -1,0 +1,104 @@
+//go:build linux
+
+package sys
+
+import (
+	"bytes"
+	"crypto/rand"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// A receive is capped at what its Stream may still hold (S7).
+
+// writeCounting writes all of msg to the non-blocking fd as fast as the
+// socket takes it, counting in written; it stops at the first error other
+// than EAGAIN (the test's end closed fd).
+func writeCounting(fd int, msg []byte, written *atomic.Int64) {
+	for off := 0; off < len(msg); {
+		n, err := unix.Write(fd, msg[off:min(off+32<<10, len(msg))])
+		if err == unix.EAGAIN {
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+			_, _ = unix.Poll(pfd, 1000)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		off += n
+		written.Add(int64(n))
+	}
+}
+
+// selectUntilStalled selects, without reading, until written has not
+// moved for 20 Selects in a row (the writer is stalled: the socket is
+// full and the Stream takes no more), or for at most 10 seconds.
+func selectUntilStalled(t *testing.T, s *uringSelector, written *atomic.Int64) {
+	t.Helper()
+	limit := time.Now().Add(10 * time.Second)
+	last, still := int64(-1), 0
+	for still < 20 && time.Now().Before(limit) {
+		selectEvents(t, s, 16, 5*time.Millisecond)
+		if w := written.Load(); w != last {
+			last, still = w, 0
+		} else {
+			still++
+		}
+	}
+}
+
+// A writer on another CPU that keeps the socket full, and a reader that
+// does not read: the Stream holds no more than its bound and one buffer.
+// Without the cap, the kernel kept the receive going for megabytes before
+// the pause's cancel reached it.
+func TestUringStreamCapBoundsFastWriter(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	p := newSocketpair(t)
+	st := addStream(t, s, p.a, 1, Readable, Edge)
+	msg := make([]byte, 16<<20)
+	_, _ = rand.Read(msg)
+	var written atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		writeCounting(p.b, msg, &written)
+	}()
+	selectUntilStalled(t, s, &written)
+	unread, _ := st.Buffered()
+	require.LessOrEqual(t, unread, uringStreamHold+uringBufSize,
+		"the Stream received past its bound (%d written)", written.Load())
+	if s.recvCap == uringCapMissing {
+		t.Log("this kernel has no multishot byte cap (6.17): the bound rests on the cancel")
+	}
+	got := readStreamAll(t, s, st, len(msg))
+	require.True(t, bytes.Equal(msg, got), "bytes differ")
+	<-done
+}
+
+// A kernel that refuses the cap (as those before 6.17 do, with EINVAL):
+// the refused receive brings no error to the Stream, the selector arms
+// without the cap from then on, and every byte arrives.
+func TestUringStreamCapRefused(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	s.testRefuseCap = true
+	p := newSocketpair(t)
+	st := addStream(t, s, p.a, 1, Readable, Edge)
+	msg := make([]byte, 1<<20)
+	_, _ = rand.Read(msg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		writeAllBlocking(p.b, msg)
+	}()
+	got := readStreamAll(t, s, st, len(msg))
+	require.True(t, bytes.Equal(msg, got), "bytes differ")
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, uringCapMissing, s.recvCap)
+	require.False(t, st.(*uringStream).capped, "a receive armed with the cap after the kernel refused it")
+}
