@@ -61,8 +61,9 @@ import (
 //	    Write fails rather than reach the socket behind them.
 //	S7. A receive never brings much more than the Stream may hold: it is
 //	    armed with a cap of room() bytes (uringStreamHold less what is
-//	    held, at least one buffer), after which the kernel ends it, so
-//	    held stays under uringStreamHold plus one buffer. The pause's
+//	    held), after which the kernel ends it. The kernel fills a whole
+//	    buffer before it looks at the cap, so held stays below
+//	    uringStreamHold plus one buffer. The pause's
 //	    cancel alone does not bound it: the kernel runs a multishot
 //	    receive's work on the polling thread, and a writer on another CPU
 //	    that keeps the socket full keeps that work going, megabytes of it,
@@ -83,8 +84,10 @@ type uringStream struct {
 	capped bool // S7: the receive in the kernel was armed with a cap
 	paused bool // the receive was cancelled: held reached uringStreamHold
 	// pausedHint mirrors paused for Read, which looks without the
-	// selector's lock (a Read that misses a pause that has just begun is
-	// followed by the final completion's own check, recvDoneLocked).
+	// selector's lock. A Read that misses a pause that has just begun is
+	// followed by recvDoneLocked's own look at low: after the hint is
+	// set, at the last completion of the receive (a cancelled one, or
+	// one that reached its cap).
 	pausedHint atomic.Bool
 	starved    bool // the receive ended for want of buffers (ENOBUFS)
 	tx         bool // S4
@@ -351,12 +354,13 @@ func (st *uringStream) received(res int32, id uint16, hasBuf bool) (pause bool) 
 }
 
 // room is the cap of a receive armed now (S7): what the Stream may still
-// hold, and at least one buffer, so that a Stream over its hold (a
-// receive armed again after the ring ran dry) receives a little at a time.
+// hold. A receive is armed only below the hold (a paused one is not, and
+// a pause ends at half of it), so room is positive; the floor of 1 only
+// keeps a zero, which would mean no cap, out of the SQE.
 func (st *uringStream) room() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return max(uringStreamHold-st.held, uringBufSize)
+	return max(uringStreamHold-st.held, 1)
 }
 
 // setPaused sets paused and its hint. Called with uringSelector.mu held.

@@ -160,11 +160,13 @@ const (
 )
 
 // capRefusedLocked reports whether c is a capped receive the kernel
-// refused because it predates the cap: the first capped receive's EINVAL,
-// before any has brought bytes. (An older kernel reads optlen as the
-// file_index a receive must leave at 0.) It learns from c either way.
+// refused because it predates the cap: a capped receive's EINVAL while no
+// capped receive has brought bytes. (An older kernel reads optlen as the
+// file_index a receive must leave at 0.) Several streams may have been
+// armed with the cap before the first refusal was harvested: each of
+// their refusals is one. It learns from c either way.
 func (s *uringSelector) capRefusedLocked(st *uringStream, c uringCQE) bool {
-	if !st.capped || s.recvCap != uringCapUnknown {
+	if !st.capped || s.recvCap == uringCapWorks {
 		return false
 	}
 	if c.res == -int32(unix.EINVAL) {
@@ -273,12 +275,14 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 		}
 		return
 	}
-	switch {
-	case pause:
+	if pause {
 		st.setPaused(true)
-	case st.paused && st.low():
-		// Read brought it low while the cancel was on its way, and its
-		// resumeIfPaused found the receive still in the kernel.
+	}
+	if st.paused && st.low() {
+		// Read brought it low: while the cancel was on its way (its
+		// resumeIfPaused found the receive still in the kernel), or
+		// since received, before the line above set pausedHint (it saw
+		// no pause to end). A receive that reached its cap ends here.
 		st.setPaused(false)
 	}
 	if st.wantRecv() {
