@@ -63,14 +63,14 @@ import (
 //	    armed with a cap of room() bytes (uringStreamHold less what is
 //	    held), after which the kernel ends it. The kernel fills a whole
 //	    buffer before it looks at the cap, so held stays below
-//	    uringStreamHold plus one buffer. The pause's
-//	    cancel alone does not bound it: the kernel runs a multishot
-//	    receive's work on the polling thread, and a writer on another CPU
-//	    that keeps the socket full keeps that work going, megabytes of it,
-//	    before the thread gets to the cancel (TestConnBackPressure saw 8
-//	    MiB). Kernels before 6.17 have no cap and refuse the first capped
-//	    receive with EINVAL; the selector then arms without it
-//	    (uringCapMissing), and there the bound rests on the cancel.
+//	    uringStreamHold plus one buffer. The pause's cancel alone does
+//	    not bound it: the kernel runs a multishot receive's work on the
+//	    polling thread, and a writer on another CPU that keeps the socket
+//	    full keeps that work going, megabytes of it, before the thread
+//	    gets to the cancel (TestConnBackPressure saw 8 MiB). Kernels
+//	    before 6.17 have no cap and refuse a capped receive with EINVAL;
+//	    the selector then arms without it (uringCapMissing), and there
+//	    the bound rests on the cancel.
 type uringStream struct {
 	s     *uringSelector
 	id    uint32 // key in uringSelector.streams; user_data of its requests
