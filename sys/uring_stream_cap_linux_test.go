@@ -10,29 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // A receive is capped at what its Stream may still hold (S7).
-
-// writeCounting writes all of msg to the non-blocking fd as fast as the
-// socket takes it, counting in written; it stops at the first error other
-// than EAGAIN (the test's end closed fd).
-func writeCounting(fd int, msg []byte, written *atomic.Int64) {
-	for off := 0; off < len(msg); {
-		n, err := unix.Write(fd, msg[off:min(off+32<<10, len(msg))])
-		if err == unix.EAGAIN {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
-			_, _ = unix.Poll(pfd, 1000)
-			continue
-		}
-		if err != nil {
-			return
-		}
-		off += n
-		written.Add(int64(n))
-	}
-}
 
 // selectUntilStalled selects, without reading, until written has not
 // moved for 20 Selects in a row (the writer is stalled: the socket is

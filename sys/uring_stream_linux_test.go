@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,8 +49,15 @@ func addStream(t *testing.T, s *uringSelector, fd int, key uint64, interest uint
 // poll(2) while it is full; it stops at the first error (the test's end
 // closed fd).
 func writeAllBlocking(fd int, msg []byte) {
+	var written atomic.Int64
+	writeCounting(fd, msg, &written)
+}
+
+// writeCounting is writeAllBlocking counting in written as it goes, 32 KiB
+// at a time (a test can tell when the writer has stalled).
+func writeCounting(fd int, msg []byte, written *atomic.Int64) {
 	for off := 0; off < len(msg); {
-		n, err := unix.Write(fd, msg[off:])
+		n, err := unix.Write(fd, msg[off:min(off+32<<10, len(msg))])
 		if err == unix.EAGAIN {
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
 			_, _ = unix.Poll(pfd, 1000)
@@ -59,6 +67,7 @@ func writeAllBlocking(fd int, msg []byte) {
 			return
 		}
 		off += n
+		written.Add(int64(n))
 	}
 }
 
