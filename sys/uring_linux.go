@@ -184,19 +184,26 @@ type uringSelector struct {
 	// testRefuseCap: tests make the kernel refuse capped receives, as
 	// one before 6.17 does.
 	testRefuseCap bool
-	streams       map[uint32]*uringStream
-	nextStream    uint32
-	starved       []*uringStream
-	starvedN      atomic.Int32
-	ranDry        int  // receives ended by ENOBUFS, for the tests
-	streamDue     bool // an announcement this harvest: report due again
-	selecting     bool
-	harvests      uint64    // harvests so far, each broadcast on cond
-	cond          sync.Cond // on mu: selecting went false, or a receive ended
-	stash         []Event
-	stashAt       map[uint64]int // key -> index in stash
-	stashWoken    bool
-	reapBuf       [64]Event
+	// testArmFail: tests make a receive's arm fail, as a full SQ that
+	// the kernel does not take (EBUSY) does, whenever it says so.
+	testArmFail func() bool
+	// testBeforeWait: tests act where a Select has made its last flush
+	// and is about to wait.
+	testBeforeWait func()
+	streams        map[uint32]*uringStream
+	nextStream     uint32
+	starved        []*uringStream
+	starvedN       atomic.Int32
+	unarmed        []*uringStream // receives the SQ had no room for (S3): flushResubmits arms them
+	ranDry         int            // receives ended by ENOBUFS, for the tests
+	streamDue      bool           // an announcement this harvest: report due again
+	selecting      bool
+	harvests       uint64    // harvests so far, each broadcast on cond
+	cond           sync.Cond // on mu: selecting went false, or a receive ended
+	stash          []Event
+	stashAt        map[uint64]int // key -> index in stash
+	stashWoken     bool
+	reapBuf        [64]Event
 
 	// Owned by the goroutine in Select; in the heap, so the kernel may be
 	// given their addresses (the collector never moves a heap object).

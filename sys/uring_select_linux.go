@@ -74,9 +74,9 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 	}
 	s.beginSelect()
 	dl := newDeadline(timeout)
-	resubmitted, entered := false, false
+	resubmitted, rearmed, entered := false, false, false
 	for {
-		if err := s.flushResubmits(); err != nil {
+		if _, err := s.flushResubmits(); err != nil {
 			return 0, false, err
 		}
 		if s.ring.sqPending() > 0 || s.ring.cqOverflow() {
@@ -105,11 +105,21 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 			resubmitted = true
 			continue
 		}
-		if err := s.flushResubmits(); err != nil {
+		unarmed, err := s.flushResubmits()
+		if err != nil {
 			return 0, false, err
 		}
 		if s.anyDue() {
 			continue // a Level stream announced by the flush
+		}
+		if unarmed && !rearmed {
+			// A receive found the SQ full still: submit, and arm it
+			// before any wait, which nothing else might end (S3).
+			rearmed, entered = true, true
+			if err := s.enterWait(0, 0); err != nil {
+				return 0, false, err
+			}
+			continue
 		}
 		left := dl.remaining()
 		if left == 0 {
@@ -126,6 +136,9 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 				return 0, false, err
 			}
 			continue
+		}
+		if s.testBeforeWait != nil {
+			s.testBeforeWait()
 		}
 		s.setBlocked(true)
 		err = s.enterWait(1, left)
@@ -144,10 +157,16 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 // that is about to enter the kernel: a Level registration's single-shot
 // poll completes with what the descriptor has at the moment it is armed,
 // and armed by some other submission (Delete's, say) it would report a
-// state that the caller may have changed before this Select.
-func (s *uringSelector) flushResubmits() error {
+// state that the caller may have changed before this Select. It also arms
+// the streams' receives that found no room in the SQ (S3), and reports
+// whether some found none again.
+func (s *uringSelector) flushResubmits() (unarmed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.unarmed) > 0 {
+		s.armUnarmedLocked()
+		unarmed = len(s.unarmed) > 0
+	}
 	for i, r := range s.resubmits {
 		if r.e.st != nil {
 			if r.e.resubmit && s.table[r.fd] == r.e {
@@ -160,14 +179,14 @@ func (s *uringSelector) flushResubmits() error {
 		if r.e.resubmit && s.table[r.fd] == r.e {
 			if err := s.pollLocked(r.fd, r.e); err != nil {
 				s.resubmits = append(s.resubmits[:0], s.resubmits[i:]...)
-				return err
+				return unarmed, err
 			}
 			r.e.resubmit = false
 		}
 		s.resubmits[i] = uringResubmit{}
 	}
 	s.resubmits = s.resubmits[:0]
-	return nil
+	return unarmed, nil
 }
 
 // resubmitLaterLocked puts e in the list flushResubmits submits.

@@ -131,6 +131,9 @@ func (s *uringSelector) look() {
 		return
 	}
 	s.selecting = true
+	if len(s.unarmed) > 0 {
+		s.armUnarmedLocked() // a caller that only reads and writes (S3)
+	}
 	s.mu.Unlock()
 	s.beginSelect()
 	_ = s.enterWait(0, 0)

@@ -19,8 +19,9 @@ import (
 // Invariants. Lock order: uringSelector.mu, then mu.
 //
 //	S1. mu guards chunks, held, spill, eof, rerr, out, flight, werr and
-//	    closedSel. The selector's fields (entry, rx, paused, starved, tx,
-//	    wantRoom, roomArmed, deleted) are guarded by uringSelector.mu.
+//	    closedSel. The selector's fields (entry, rx, paused, starved,
+//	    unarmed, tx, wantRoom, roomArmed, deleted) are guarded by
+//	    uringSelector.mu.
 //	S2. chunks are the buffers the receive completed into and the caller
 //	    has not read in full, in the order the kernel completed them (the
 //	    order of the bytes: one receive per Stream, whose completions the
@@ -30,6 +31,11 @@ import (
 //	    until its last completion (one without IORING_CQE_F_MORE) is
 //	    harvested. At most one at a time: a receive is submitted again only
 //	    once rx is false, so two receives never race for the socket's bytes.
+//	    A Stream that wants a receive (wantRecv) and has none is paused,
+//	    starved (in the selector's starved list) or unarmed (in its
+//	    unarmed list: the SQ had no room for the receive, and the next
+//	    Select arms it); nothing else, so none is left without a receive
+//	    that nothing would arm.
 //	S4. flight is the slice a send in the kernel reads (tx true), from its
 //	    submission to its completion; it is not written meanwhile (Write
 //	    appends to out), and it stays reachable from the Stream, so the
@@ -90,6 +96,7 @@ type uringStream struct {
 	// one that reached its cap).
 	pausedHint atomic.Bool
 	starved    bool // the receive ended for want of buffers (ENOBUFS)
+	unarmed    bool // S3: in the selector's unarmed list
 	tx         bool // S4
 	wantRoom   bool // S6: a send found no room; flight waits for the room poll
 	roomArmed  bool // S6: the room poll is in the kernel

@@ -133,6 +133,9 @@ func (st *uringStream) userData(send bool) uint64 {
 // armRecvLocked queues st's multishot receive (S3: only when none is in
 // the kernel), capped at what the Stream may still hold (S7).
 func (s *uringSelector) armRecvLocked(st *uringStream) error {
+	if s.testArmFail != nil && s.testArmFail() {
+		return os.NewSyscallError("io_uring_enter", unix.EAGAIN) // roomLocked's
+	}
 	sqe := uringSQE{opcode: uringOpRecv, flags: uringSqeBufferSelect | uringSqeFixedFile,
 		ioprio: uringRecvMultishot, fd: int32(st.slot), bufIndex: uringBufGroup, userData: st.userData(false)}
 	if s.recvCap != uringCapMissing {
@@ -147,6 +150,40 @@ func (s *uringSelector) armRecvLocked(st *uringStream) error {
 		st.capped = sqe.optlen != 0
 	}
 	return err
+}
+
+// rearmLocked arms st's receive again, or, if the SQ has no room for it
+// (the kernel takes no more until a harvest makes room), puts it in the
+// unarmed list that flushResubmits and look arm from (S3). A Select that
+// is running may be past its last flush, about to wait for completions
+// that none of this stream's would be: it is nudged (the caller unlocks
+// with unlockNudging, or is that Select's own harvest, which flushes
+// next).
+func (s *uringSelector) rearmLocked(st *uringStream) {
+	if err := s.armRecvLocked(st); err != nil && !st.unarmed {
+		st.unarmed = true
+		s.unarmed = append(s.unarmed, st)
+		if s.selecting {
+			s.nudgeDue = true
+		}
+	}
+}
+
+// armUnarmedLocked arms the receives of the unarmed list; those the SQ
+// has still no room for stay in it.
+func (s *uringSelector) armUnarmedLocked() {
+	keep := s.unarmed[:0]
+	for _, st := range s.unarmed {
+		if !st.rx && st.wantRecv() {
+			if err := s.armRecvLocked(st); err != nil {
+				keep = append(keep, st)
+				continue
+			}
+		}
+		st.unarmed = false
+	}
+	clear(s.unarmed[len(keep):])
+	s.unarmed = keep
 }
 
 // uringCap is what the selector knows of the kernel's multishot byte cap
@@ -266,6 +303,18 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 		st.mu.Unlock()
 	}
 	s.cond.Broadcast() // a Delete may wait for it
+	if pause {
+		st.setPaused(true)
+	}
+	if st.paused && st.low() {
+		// Read brought it low: while the cancel was on its way (its
+		// resumeIfPaused found the receive still in the kernel), or
+		// since received, before the line above set pausedHint (it saw
+		// no pause to end). A receive that reached its cap ends here.
+		// Also when it ended for want of buffers: starved below, not
+		// left paused with nothing held, which no Read would resume.
+		st.setPaused(false)
+	}
 	if c.res == -int32(unix.ENOBUFS) {
 		s.ranDry++
 		if st.wantRecv() {
@@ -275,20 +324,10 @@ func (s *uringSelector) recvDoneLocked(st *uringStream, c uringCQE) {
 		}
 		return
 	}
-	if pause {
-		st.setPaused(true)
-	}
-	if st.paused && st.low() {
-		// Read brought it low: while the cancel was on its way (its
-		// resumeIfPaused found the receive still in the kernel), or
-		// since received, before the line above set pausedHint (it saw
-		// no pause to end). A receive that reached its cap ends here.
-		st.setPaused(false)
-	}
 	if st.wantRecv() {
 		// Paused and read since, or ended by the kernel (the CQ was full,
 		// its thread exited): go on with a new one.
-		_ = s.armRecvLocked(st)
+		s.rearmLocked(st)
 	}
 }
 
@@ -301,7 +340,8 @@ func (s *uringSelector) resumeIfPaused(st *uringStream) {
 		return
 	}
 	st.setPaused(false)
-	if st.wantRecv() && s.armRecvLocked(st) == nil {
+	if st.wantRecv() {
+		s.rearmLocked(st)
 		_ = s.submitIfBlockedLocked()
 	}
 }
@@ -323,7 +363,7 @@ func (s *uringSelector) rearmStarvedLocked() {
 	for _, st := range s.starved {
 		st.starved = false
 		if !st.rx && st.wantRecv() {
-			_ = s.armRecvLocked(st)
+			s.rearmLocked(st)
 		}
 	}
 	clear(s.starved)
