@@ -146,10 +146,15 @@ const (
 //     write is a wake-up, so a completion, and the eventfd is never drained
 //     (the epoll backend's edge waker, wakeEdge). A change queued while
 //     a Select is blocked nudges it (Add, Modify, a Drained that makes a
-//     held condition due or replaces a request). wakeCalled tells
-//     a Wake from a nudge, as on the poll(2) backend: Wake sets it before
-//     wakeGate.begin; Select, when it sees the waker's completion, resets
-//     the gate and then swaps the flag to false.
+//     held condition due or replaces a request); the Select marks itself
+//     blocked only when nothing is due (blockUnlessDue), so a Drained
+//     between its last look and its wait is not left for the timeout. A
+//     stream's receive that the full SQ refused nudges a Select that is
+//     running at all (S3), since it is in no SQ the wait would submit.
+//     wakeCalled tells a Wake from a nudge, as on the poll(2) backend:
+//     Wake sets it before wakeGate.begin; Select, when it sees the
+//     waker's completion, resets the gate and then swaps the flag to
+//     false.
 //   - closed is set once, by Close, with both closeMu (held for writing:
 //     Wake's eventfd write holds it for reading) and mu (the registration
 //     calls check closed under it) held, so no system call reaches a

@@ -76,8 +76,12 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 	dl := newDeadline(timeout)
 	resubmitted, rearmed, entered := false, false, false
 	for {
-		if _, err := s.flushResubmits(); err != nil {
+		unarmed, err := s.flushResubmits()
+		if err != nil {
 			return 0, false, err
+		}
+		if !unarmed {
+			rearmed = false // armed all: a later failure may try once more
 		}
 		if s.ring.sqPending() > 0 || s.ring.cqOverflow() {
 			entered = true
@@ -105,7 +109,7 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 			resubmitted = true
 			continue
 		}
-		unarmed, err := s.flushResubmits()
+		unarmed, err = s.flushResubmits()
 		if err != nil {
 			return 0, false, err
 		}
@@ -140,7 +144,9 @@ func (s *uringSelector) selectCQ(events []Event, timeout time.Duration) (int, bo
 		if s.testBeforeWait != nil {
 			s.testBeforeWait()
 		}
-		s.setBlocked(true)
+		if !s.blockUnlessDue() {
+			continue // a Drained since anyDue made a condition due
+		}
 		err = s.enterWait(1, left)
 		s.setBlocked(false)
 		if err != nil {
@@ -195,6 +201,21 @@ func (s *uringSelector) resubmitLaterLocked(fd int, e *uringEntry) {
 		e.resubmit = true
 		s.resubmits = append(s.resubmits, uringResubmit{fd, e})
 	}
+}
+
+// blockUnlessDue marks the Select blocked, about to wait, unless a
+// condition became due since its last look: a Drained on another
+// goroutine (or a stream's completion harvested by a look) nudges only a
+// blocked Select, and one that came between that look and this would
+// otherwise wait out the timeout with the condition in the due list.
+func (s *uringSelector) blockUnlessDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.due) > 0 {
+		return false
+	}
+	s.blocked = true
+	return true
 }
 
 func (s *uringSelector) setBlocked(b bool) {
@@ -399,8 +420,8 @@ func (s *uringSelector) reportLocked(e *uringEntry, ready uint32, events []Event
 }
 
 // anyDue reports whether Drained made conditions due. Called without mu by
-// the goroutine in Select; a racing Drained nudges it (it is blocked) or is
-// seen by its next harvest.
+// the goroutine in Select; a racing Drained nudges it (it is blocked), or
+// blockUnlessDue sees it, or its next harvest does.
 func (s *uringSelector) anyDue() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
