@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -49,13 +50,7 @@ func TestUringStreamArmRetried(t *testing.T) {
 	p := newSocketpair(t)
 	st := addStream(t, s, p.a, 1, Readable, Edge)
 	failed := failArms(s, func(call int) bool { return call%4 != 0 })
-	msg := make([]byte, 4<<20)
-	_, _ = rand.Read(msg)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		writeAllBlocking(p.b, msg)
-	}()
+	msg, done := startWriter(p.b, 4<<20)
 	got := readStreamDraining(t, s, p.a, st, len(msg))
 	require.True(t, bytes.Equal(msg, got), "bytes differ")
 	<-done
@@ -123,13 +118,7 @@ func TestUringStreamUnarmedNudgesWait(t *testing.T) {
 	s := openStreamsOrSkip(t)
 	p := newSocketpair(t)
 	st := addStream(t, s, p.a, 1, Readable, Edge)
-	msg := make([]byte, 256<<10) // more than the Stream holds: the rest waits in the socket
-	_, _ = rand.Read(msg)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		writeAllBlocking(p.b, msg)
-	}()
+	msg, done := startWriter(p.b, 256<<10) // more than the Stream holds: the rest waits in the socket
 	selectUntilPaused(t, s, st.(*uringStream))
 	failed := failArms(s, func(call int) bool { return call == 1 })
 	var got []byte
@@ -143,19 +132,9 @@ func TestUringStreamUnarmedNudgesWait(t *testing.T) {
 		}
 		// Another goroutine's reader, in the gap: it reads the Stream
 		// empty (its resume's arm fails), to EAGAIN, and says Drained.
-		read := make(chan error, 1)
-		go func() {
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := st.Read(buf)
-				got = append(got, buf[:n]...)
-				if err != nil {
-					read <- err
-					return
-				}
-			}
-		}()
-		require.Equal(t, unix.EAGAIN, <-read)
+		read := make(chan []byte, 1)
+		go func() { read <- readToEAGAIN(t, st) }()
+		got = <-read
 		require.NoError(t, s.Drained(p.a, Readable))
 	}
 	// Without the nudge the wait lasts its whole timeout (the Select arms
@@ -186,27 +165,12 @@ func TestUringStreamPausedRunsDry(t *testing.T) {
 	p := newSocketpair(t)
 	st := addStream(t, s, p.a, 1, Readable, Edge)
 	us := st.(*uringStream)
-	msg := make([]byte, 256<<10)
-	_, _ = rand.Read(msg)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		writeAllBlocking(p.b, msg)
-	}()
+	msg, done := startWriter(p.b, 256<<10)
 	selectUntilPaused(t, s, us)
 	s.mu.Lock()
 	us.rx = true // the receive whose cancel is on its way
 	s.mu.Unlock()
-	buf := make([]byte, 64<<10)
-	var got []byte
-	for {
-		n, err := st.Read(buf)
-		got = append(got, buf[:n]...)
-		if err == unix.EAGAIN {
-			break
-		}
-		require.NoError(t, err)
-	}
+	got := readToEAGAIN(t, st)
 	s.mu.Lock()
 	s.streamCompleteLocked(uringCQE{userData: us.userData(false), res: -int32(unix.ENOBUFS)})
 	paused, starved, rx := us.paused, us.starved, us.rx
@@ -243,25 +207,10 @@ func TestUringStreamSelectArmsBeforeWait(t *testing.T) {
 	s := openStreamsOrSkip(t)
 	p := newSocketpair(t)
 	st := addStream(t, s, p.a, 1, Readable, Edge)
-	msg := make([]byte, 256<<10)
-	_, _ = rand.Read(msg)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		writeAllBlocking(p.b, msg)
-	}()
+	msg, done := startWriter(p.b, 256<<10)
 	selectUntilPaused(t, s, st.(*uringStream))
 	failed := failArms(s, func(call int) bool { return call <= 4 })
-	buf := make([]byte, 64<<10)
-	var got []byte
-	for {
-		n, err := st.Read(buf)
-		got = append(got, buf[:n]...)
-		if err == unix.EAGAIN {
-			break
-		}
-		require.NoError(t, err)
-	}
+	got := readToEAGAIN(t, st)
 	require.NoError(t, s.Drained(p.a, Readable))
 	const timeout = 10 * time.Second
 	start := time.Now()
@@ -273,4 +222,32 @@ func TestUringStreamSelectArmsBeforeWait(t *testing.T) {
 	got = append(got, readStreamDraining(t, s, p.a, st, len(msg)-len(got))...)
 	require.True(t, bytes.Equal(msg, got), "bytes differ")
 	<-done
+}
+
+// startWriter writes size random bytes into fd from a goroutine of its
+// own; done closes when all are written.
+func startWriter(fd, size int) (msg []byte, done chan struct{}) {
+	msg = make([]byte, size)
+	_, _ = rand.Read(msg)
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		writeAllBlocking(fd, msg)
+	}()
+	return msg, done
+}
+
+// readToEAGAIN reads st until it says EAGAIN and returns what it read.
+// (It may run on another goroutine: it reports a failure with assert,
+// which does not stop the goroutine, and the caller's checks then fail.)
+func readToEAGAIN(t *testing.T, st Stream) []byte {
+	buf := make([]byte, 64<<10)
+	var got []byte
+	for {
+		n, err := st.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == unix.EAGAIN || !assert.NoError(t, err) {
+			return got
+		}
+	}
 }
