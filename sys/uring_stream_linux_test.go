@@ -264,18 +264,19 @@ func TestUringStreamSlowReaderPauses(t *testing.T) {
 	<-done
 }
 
-// More streams than buffers: receives that find the ring empty (ENOBUFS)
-// go on once readers give buffers back, and every stream gets all of its
-// bytes.
-func TestUringStreamStarvedReceivesResume(t *testing.T) {
-	s := openStreamsOrSkip(t)
-	const n = 40 // 40 streams x 32 KiB each > the 256 buffers of 2 KiB
+// starveAndRead adds 40 streams, more than the buffers hold at once (40 x
+// 32 KiB against 256 buffers of 2 KiB), calls added, writes 32 KiB into
+// each, and reads each whole and in order.
+func starveAndRead(t *testing.T, s *uringSelector, added func()) {
+	t.Helper()
+	const n = 40
 	pairs := make([]*fdPair, n)
 	streams := make([]Stream, n)
 	for i := range n {
 		pairs[i] = newSocketpair(t)
 		streams[i] = addStream(t, s, pairs[i].a, uint64(i+1), Readable, Edge)
 	}
+	added()
 	msg := bytes.Repeat([]byte("0123456789abcdef"), 2<<10) // 32 KiB
 	for i := range n {
 		_, err := unix.Write(pairs[i].b, msg)
@@ -284,6 +285,14 @@ func TestUringStreamStarvedReceivesResume(t *testing.T) {
 	for i := range n {
 		require.Equal(t, msg, readStreamAll(t, s, streams[i], len(msg)), "stream %d", i)
 	}
+}
+
+// More streams than buffers: receives that find the ring empty (ENOBUFS)
+// go on once readers give buffers back, and every stream gets all of its
+// bytes.
+func TestUringStreamStarvedReceivesResume(t *testing.T) {
+	s := openStreamsOrSkip(t)
+	starveAndRead(t, s, func() {})
 	s.mu.Lock()
 	dry := s.ranDry
 	s.mu.Unlock()
