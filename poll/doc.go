@@ -57,7 +57,8 @@
 // An event carries the readiness the kernel showed when it looked, and
 // the kernel makes some changes in steps; what shows later is new
 // readiness, reported by rules 2 to 5. A reset TCP connection, for one,
-// can show Error before Hup.
+// can show Error before Hup, and a TCP connection that the peer closed
+// can show Readable before Hup.
 //
 // Where the kernel lacks a mode, unipoll emulates it, exactly: the poll(2)
 // backend reports an edge once and leaves the condition out of the

@@ -16,8 +16,9 @@ import (
 //
 // The Poll is looking at the descriptor while fire makes it ready: Stats
 // counts a select before the selector call, and poll(2) looks at every
-// descriptor before it sleeps. A change the kernel makes in steps (a TCP
-// reset: tryReset) can then be seen half made, which the contract allows:
+// descriptor before it sleeps; the io_uring backend arms its poll then. A
+// change the kernel makes in steps (a TCP reset: tryReset; a FIN) can
+// then be seen half made, which the contract allows:
 // the event carries what the kernel showed, k.early, and the rest comes as
 // new readiness by the mode's rule (requireRest).
 func TestFdRule8WakesBlockedPoll(t *testing.T) {
