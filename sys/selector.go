@@ -48,7 +48,11 @@ const (
 	// completes a request on the thread that submitted it; see
 	// uring_linux.go, "Threads"). With Options.Completion it also does
 	// the I/O of the stream sockets added with AddStream (Linux 5.19 or
-	// later; on older kernels AddStream is Add): see Stream.
+	// later; on older kernels AddStream is Add): see Stream. Its Close
+	// returns once the kernel has torn the ring down, or after 100 ms at
+	// most: about 50 ms on Linux 6.18, where the kernel's teardown waits
+	// for the threads that submitted requests (uring_owner_linux.go).
+	// Opening and closing a ring per short task is slow.
 	BackendUring = "uring"
 )
 
