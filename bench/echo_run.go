@@ -288,12 +288,32 @@ func startPerf(pid int, dir string) (*tracer, error) {
 	}
 	t := &tracer{cmd: cmd, out: out, done: make(chan error, 1), parse: parsePerfStat}
 	go func() { t.done <- cmd.Wait() }()
-	// perf stat prints nothing when it has attached; give it a moment, and
-	// fail if it exits at once (no permission, no tracepoint).
+	// perf stat prints nothing when it has attached. It opens its output
+	// file once it has parsed its events (the slow part: a tracefs read per
+	// system call, seconds on a busy machine), and then only opens the
+	// counters; so wait for the file, then a moment, and fail if it exits
+	// first (no permission, no tracepoint). A fixed wait was too short for
+	// a CI run compiling beside it: perf was stopped before it had begun.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-t.done:
+			return nil, fmt.Errorf("%w: perf stat exited at once (%v): %s", errSkip, err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if _, err := os.Stat(out); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-t.done
+			return nil, errors.New("perf stat did not open its output within 10s")
+		}
+	}
 	select {
 	case err := <-t.done:
 		return nil, fmt.Errorf("%w: perf stat exited at once (%v): %s", errSkip, err, stderr.String())
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(200 * time.Millisecond):
 	}
 	return t, nil
 }
